@@ -1,0 +1,110 @@
+"""Debian's package database: `var/lib/dpkg/status` and distroless `status.d/*` files.
+
+Stanzas are RFC 822-style paragraphs. A package counts as present when its files are on
+disk: `config-files` and `not-installed` states are skipped, as are stanzas that only mark
+a package for removal after it is gone. Multi-Arch: same packages are keyed `name:arch`,
+as `dpkg-query -W` prints them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# States whose files are (at least partly) on disk; see dpkg-query(1) "Package state".
+_PRESENT_STATES = frozenset(
+    {
+        "installed",
+        "half-configured",
+        "unpacked",
+        "half-installed",
+        "triggers-awaited",
+        "triggers-pending",
+    }
+)
+
+
+@dataclass(frozen=True)
+class DpkgPackage:
+    name: str
+    version: str
+    architecture: str
+    source: str
+    source_version: str
+    state: str
+    multi_arch: str
+    md5sums_key: str = ""
+
+    @property
+    def key(self) -> str:
+        """The name as `dpkg-query -W` shows it (`libc6:amd64` for Multi-Arch: same)."""
+        if self.multi_arch == "same" and self.architecture not in ("", "all"):
+            return f"{self.name}:{self.architecture}"
+        return self.name
+
+
+def _paragraphs(text: str):
+    fields: dict[str, str] = {}
+    last = None
+    for line in text.splitlines():
+        if not line.strip():
+            if fields:
+                yield fields
+            fields, last = {}, None
+            continue
+        if line[0] in " \t":
+            if last is not None:
+                fields[last] += "\n" + line.strip()
+            continue
+        name, sep, value = line.partition(":")
+        if not sep:
+            continue
+        last = name.strip()
+        fields[last] = value.strip()
+    if fields:
+        yield fields
+
+
+def _source(fields: dict[str, str], version: str) -> tuple[str, str]:
+    """`Source: name (version)` when the source version differs from the binary's."""
+    raw = fields.get("Source", "")
+    if not raw:
+        return fields.get("Package", ""), version
+    name, _, rest = raw.partition(" ")
+    src_version = rest.strip().strip("()") or version
+    return name, src_version
+
+
+def parse_status(text: str) -> list[DpkgPackage]:
+    """Packages present according to one status file's text."""
+    packages = []
+    for fields in _paragraphs(text):
+        name = fields.get("Package")
+        status = fields.get("Status", "").split()
+        if not name or len(status) != 3:
+            continue
+        state = status[2]
+        if state not in _PRESENT_STATES:
+            continue
+        version = fields.get("Version", "")
+        src_name, src_version = _source(fields, version)
+        packages.append(
+            DpkgPackage(
+                name=name,
+                version=version,
+                architecture=fields.get("Architecture", ""),
+                source=src_name,
+                source_version=src_version,
+                state=state,
+                multi_arch=fields.get("Multi-Arch", ""),
+            )
+        )
+    return packages
+
+
+def parse_status_d_entry(text: str) -> list[DpkgPackage]:
+    """A distroless `status.d/NAME` file: one stanza, often without a Status field."""
+    fixed = []
+    for fields in _paragraphs(text):
+        fields.setdefault("Status", "install ok installed")
+        fixed.append("\n".join(f"{k}: {v}" for k, v in fields.items()))
+    return parse_status("\n\n".join(fixed))

@@ -1,0 +1,59 @@
+"""The `prov` command line. Each command group lives in its own module and registers itself.
+
+Heavy modules (torch, vllm, docker, cyclonedx, rich tables) are imported inside commands,
+never here, so `prov --help` stays fast.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import typer
+
+from provenance.errors import ProvError
+
+app = typer.Typer(
+    name="prov",
+    help="Provenance for LLM inference experiments: snapshot, compare and publish environments.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+# Registration: each module adds its commands to `app`.
+from provenance.cli import diff_cmd, snapshot_cmd  # noqa: E402,F401
+
+
+def main() -> None:
+    """Entry point: user errors print one line; unexpected ones too, unless PROV_DEBUG=1."""
+    try:
+        app(standalone_mode=False)
+    except ProvError as exc:
+        print(f"prov: error: {exc}", file=sys.stderr)
+        sys.exit(exc.exit_code)
+    except SystemExit:
+        raise
+    except KeyboardInterrupt:
+        print("prov: interrupted", file=sys.stderr)
+        sys.exit(130)
+    except Exception as exc:  # click's usage errors come through here too
+        import click
+
+        if isinstance(exc, click.exceptions.Exit):
+            sys.exit(exc.exit_code)
+        if isinstance(exc, click.ClickException):
+            exc.show()
+            sys.exit(2)
+        if isinstance(exc, click.exceptions.Abort):
+            print("prov: aborted", file=sys.stderr)
+            sys.exit(130)
+        if os.environ.get("PROV_DEBUG"):
+            raise
+        first = (str(exc).splitlines() or [""])[0]
+        print(
+            f"prov: internal error: {type(exc).__name__}: {first} "
+            "(PROV_DEBUG=1 shows the traceback)",
+            file=sys.stderr,
+        )
+        sys.exit(70)

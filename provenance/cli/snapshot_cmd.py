@@ -1,0 +1,122 @@
+"""`prov snapshot`: collect the current environment's manifest."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from provenance.cli import app
+from provenance.errors import ProvError
+
+
+def summary_lines(facts: dict[str, Any], digest: str) -> list[tuple[str, str]]:
+    """(label, text) rows for the human summary."""
+    rows: list[tuple[str, str]] = []
+    py = facts.get("python")
+    if isinstance(py, dict):
+        rows.append(
+            (
+                "python",
+                f"{py.get('implementation')} {py.get('version')}  "
+                f"{len(py.get('packages', {}))} packages  ({py.get('executable')})",
+            )
+        )
+    else:
+        rows.append(("python", str(py)))
+    os_ = facts.get("os")
+    if isinstance(os_, dict):
+        rel = os_.get("release")
+        name = rel.get("pretty_name", "?") if isinstance(rel, dict) else str(rel)
+        kinds = [f"{len(os_[k])} {k}" for k in ("dpkg", "apk") if isinstance(os_.get(k), dict)]
+        libc = os_.get("libc", {})
+        rows.append(
+            (
+                "os",
+                f"{name}  {libc.get('name', '')} {libc.get('version', '')}  "
+                + ("  ".join(kinds) or "no package database"),
+            )
+        )
+    cpu = facts.get("cpu")
+    if isinstance(cpu, dict):
+        rows.append(
+            (
+                "cpu",
+                f"{cpu.get('model')}  {cpu.get('cores_available')} cores  "
+                f"{len(cpu.get('isa_flags', []))} ISA flags",
+            )
+        )
+    gpu = facts.get("gpu")
+    if isinstance(gpu, dict):
+        devices = gpu.get("devices", {})
+        if devices:
+            names = sorted({str(d.get("name")) for d in devices.values()})
+            rows.append(
+                (
+                    "gpu",
+                    f"{gpu.get('count')} x {', '.join(names)}  driver {gpu.get('driver')}  "
+                    f"CUDA {gpu.get('cuda_driver')}",
+                )
+            )
+        else:
+            rows.append(("gpu", f"none ({gpu.get('driver')})"))
+    else:
+        rows.append(("gpu", str(gpu)))
+    torch = facts.get("torch")
+    if isinstance(torch, dict) and torch.get("version"):
+        rows.append(
+            (
+                "torch",
+                f"{torch.get('version')}  CUDA {torch.get('cuda_runtime')}  "
+                f"cuDNN {torch.get('cudnn')}  CPU {torch.get('cpu_capability')}",
+            )
+        )
+    eng = facts.get("engines")
+    if isinstance(eng, dict) and eng:
+        rows.append(
+            ("engines", "  ".join(f"{k} {v.get('version')}" for k, v in sorted(eng.items())))
+        )
+    env = facts.get("env")
+    if isinstance(env, dict):
+        redacted = sum(1 for v in env.values() if v == "<redacted>")
+        rows.append(("env", f"{len(env)} relevant variables ({redacted} redacted)"))
+    rows.append(("digest", digest))
+    return rows
+
+
+@app.command()
+def snapshot(
+    out: Path = typer.Option(None, "--out", "-o", help="Write the manifest to this file."),
+    fmt: str = typer.Option("toml", "--format", "-f", help="File format for --out: toml or json."),
+    as_json: bool = typer.Option(False, "--json", help="Print the manifest as JSON on stdout."),
+    python: str = typer.Option(
+        None, "--python", help="Inspect this interpreter instead of prov's own."
+    ),
+    verify_files: bool = typer.Option(
+        False, "--verify-files", help="Re-hash every file listed in each RECORD; report edits."
+    ),
+) -> None:
+    """Snapshot this environment: Python, OS packages, CPU, GPU, torch, engines, env vars."""
+    if fmt not in ("toml", "json"):
+        raise ProvError(f"--format must be toml or json, not {fmt!r}")
+    if out is not None and out.parent and not out.parent.exists():
+        raise ProvError(f"{out.parent}: directory does not exist")
+    from provenance.snapshot import SnapshotOptions, take_snapshot
+
+    manifest, warnings = take_snapshot(SnapshotOptions(python=python, verify_files=verify_files))
+    digest = manifest.digest()
+    if out is not None:
+        manifest.write(out, fmt)
+    if as_json:
+        sys.stdout.write(manifest.to_json())
+    from provenance.cli.output import console
+
+    con = console(stderr=as_json)
+    for label, text in summary_lines(manifest.facts, digest):
+        con.print(f"[bold]{label:>8}[/bold]  {text}")
+    for w in warnings:
+        con.print(f"[yellow] warning[/yellow]  {w}")
+    if out is not None:
+        con.print(f"[bold]{'written':>8}[/bold]  {out}")

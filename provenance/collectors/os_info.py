@@ -1,0 +1,102 @@
+"""The `os` section: os-release, kernel, the libc actually loaded, dpkg and apk packages."""
+
+from __future__ import annotations
+
+import os
+import platform
+from pathlib import Path
+from typing import Any
+
+from containers.catalogers import parse_os_release, parse_status
+from containers.catalogers.dpkg import parse_status_d_entry
+
+
+def _libc() -> dict[str, str]:
+    # confstr asks the loaded glibc itself; platform.libc_ver() greps the binary.
+    try:
+        name, _, version = os.confstr("CS_GNU_LIBC_VERSION").partition(" ")  # type: ignore[arg-type]
+        return {"name": name, "version": version}
+    except (ValueError, OSError, AttributeError):
+        name, version = platform.libc_ver()
+        return {"name": name or "unknown", "version": version or "unknown"}
+
+
+def dpkg_packages(root: Path, warnings: list[str]) -> dict[str, Any] | None:
+    """Packages from `var/lib/dpkg/status` and `status.d/*` under `root`; None if no dpkg."""
+    admin = root / "var/lib/dpkg"
+    status = admin / "status"
+    status_d = admin / "status.d"
+    if not status.exists() and not status_d.is_dir():
+        return None
+    found = []
+    if status.exists():
+        try:
+            found.extend(parse_status(status.read_text(encoding="utf-8", errors="replace")))
+        except OSError as exc:
+            warnings.append(f"os: cannot read {status}: {exc.strerror}")
+            return {"error": f"unreadable: {exc.strerror}"}
+    if status_d.is_dir():
+        for entry in sorted(status_d.iterdir()):
+            if entry.name.endswith(".md5sums"):
+                continue
+            try:
+                found.extend(
+                    parse_status_d_entry(entry.read_text(encoding="utf-8", errors="replace"))
+                )
+            except OSError as exc:
+                warnings.append(f"os: cannot read {entry}: {exc.strerror}")
+    packages: dict[str, Any] = {}
+    for pkg in found:
+        facts: dict[str, Any] = {"version": pkg.version, "arch": pkg.architecture}
+        if pkg.source != pkg.name or pkg.source_version != pkg.version:
+            facts["source"] = pkg.source
+            facts["source_version"] = pkg.source_version
+        if pkg.state != "installed":
+            facts["state"] = pkg.state
+        packages[pkg.key] = facts
+    return packages
+
+
+def apk_packages(root: Path) -> dict[str, Any] | None:
+    db = root / "lib/apk/db/installed"
+    if not db.exists():
+        return None
+    packages: dict[str, Any] = {}
+    name = version = arch = ""
+    for line in db.read_text(encoding="utf-8", errors="replace").splitlines() + [""]:
+        if not line:
+            if name:
+                packages[name] = {"version": version, "arch": arch}
+            name = version = arch = ""
+        elif line.startswith("P:"):
+            name = line[2:]
+        elif line.startswith("V:"):
+            version = line[2:]
+        elif line.startswith("A:"):
+            arch = line[2:]
+    return packages
+
+
+def collect(warnings: list[str], root: Path = Path("/")) -> dict[str, Any]:
+    section: dict[str, Any] = {}
+    for candidate in ("etc/os-release", "usr/lib/os-release"):
+        path = root / candidate
+        if path.exists():
+            section["release"] = parse_os_release(
+                path.read_text(encoding="utf-8", errors="replace")
+            )
+            break
+    else:
+        section["release"] = "unavailable: no os-release file"
+    uname = platform.uname()
+    section["system"] = uname.system
+    section["machine"] = uname.machine
+    section["kernel"] = {"release": uname.release, "version": uname.version}
+    section["libc"] = _libc()
+    dpkg = dpkg_packages(root, warnings)
+    if dpkg is not None:
+        section["dpkg"] = dpkg
+    apk = apk_packages(root)
+    if apk is not None:
+        section["apk"] = apk
+    return section

@@ -1,0 +1,96 @@
+"""Which leaves are identity, context or redacted: one table, not scattered ifs.
+
+identity: can change numerics or behaviour; it decides whether two runs are comparable.
+context:  true but not numerics-relevant (hostnames, paths, clocks, timestamps, UUIDs).
+redacted: a secret; its presence is recorded, its value never is.
+
+Patterns are matched against key segments: `*` matches one segment, `**` any number
+(including none). The first matching row wins; a leaf no row matches is identity, so a
+new fact is comparable by default rather than silently ignored.
+"""
+
+from __future__ import annotations
+
+import enum
+from functools import lru_cache
+
+from provenance.model.keys import split_key
+
+REDACTED = "<redacted>"
+
+
+class LeafKind(str, enum.Enum):
+    IDENTITY = "identity"
+    CONTEXT = "context"
+    REDACTED = "redacted"
+
+
+C = LeafKind.CONTEXT
+I = LeafKind.IDENTITY  # noqa: E741 - reads as a column of the table
+
+CLASSIFICATION: tuple[tuple[str, LeafKind], ...] = (
+    # who, where and when: never numerics
+    ("host.**", C),
+    ("collectors.**", C),
+    ("warnings.**", C),
+    # python: paths differ between two copies of one environment
+    ("python.executable", C),
+    ("python.prefix", C),
+    ("python.base_prefix", C),
+    ("python.sys_path", C),
+    ("python.packages.*.location", C),
+    ("python.packages.*.installer", C),
+    ("python.packages.*.record_sha256", C),
+    ("python.packages.*.direct_url.url", C),
+    ("python.packages.*.direct_url.dir_info.**", C),
+    ("python.packages.*.shadowed", C),
+    # os: the kernel is recorded but the libc and packages carry the numerics
+    ("os.kernel.version", C),
+    ("os.kernel.release", C),
+    ("cpu.mhz", C),
+    # gpu: per-board facts that differ between two identical cards
+    ("gpu.devices.*.uuid", C),
+    ("gpu.devices.*.serial", C),
+    ("gpu.devices.*.pci_bus_id", C),
+    ("gpu.devices.*.temperature_c", C),
+    ("gpu.devices.*.clocks.**", C),
+    ("gpu.devices.*.memory_used_mib", C),
+    ("gpu.devices.*.power_draw_w", C),
+    ("gpu.devices.*.utilization_pct", C),
+    ("torch.probe_seconds", C),
+    ("torch.cache", C),
+    ("image.source", C),
+    ("image.repo_tags", C),
+    ("run.**", C),
+    ("**", I),
+)
+
+
+def _match(pattern: tuple[str, ...], key: tuple[str, ...]) -> bool:
+    if not pattern:
+        return not key
+    head, rest = pattern[0], pattern[1:]
+    if head == "**":
+        return any(_match(rest, key[i:]) for i in range(len(key) + 1))
+    if not key:
+        return False
+    return (head == "*" or head == key[0]) and _match(rest, key[1:])
+
+
+_COMPILED = tuple((tuple(p.split(".")), kind) for p, kind in CLASSIFICATION)
+
+
+@lru_cache(maxsize=65536)
+def _classify_parts(parts: tuple[str, ...]) -> LeafKind:
+    for pattern, kind in _COMPILED:
+        if _match(pattern, parts):
+            return kind
+    return LeafKind.IDENTITY
+
+
+def classify(key: str | tuple[str, ...], value: object = None) -> LeafKind:
+    """Kind of the leaf at `key` holding `value`; a redacted value is always REDACTED."""
+    if value == REDACTED:
+        return LeafKind.REDACTED
+    parts = tuple(split_key(key)) if isinstance(key, str) else tuple(key)
+    return _classify_parts(parts)

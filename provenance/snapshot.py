@@ -1,0 +1,128 @@
+"""Take a snapshot: run every collector under its timeout and build the manifest."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from provenance.collectors import cpu, engines, env, gpu, host, os_info, python_env, torch_probe
+from provenance.collectors.base import Collected, CollectorWarnings, run_all, run_one, unavailable
+from provenance.model import Manifest
+
+# Seconds before a collector is given up on; the python one re-hashes files with --verify-files.
+TIMEOUTS = {
+    "python": 60.0,
+    "python_verify": 900.0,
+    "os": 15.0,
+    "cpu": 5.0,
+    "gpu": 15.0,
+    "env": 5.0,
+    "host": 5.0,
+    "torch": 120.0,
+}
+_PROJECT_ROOT = str(Path(__file__).resolve().parent.parent)
+
+
+@dataclass
+class SnapshotOptions:
+    python: str | None = None  # another interpreter to inspect; None: the running one
+    verify_files: bool = False
+
+
+def _python_in_process(verify: bool):
+    def collect(warnings: CollectorWarnings) -> dict[str, Any]:
+        result = python_env.collect(verify=verify)
+        warnings.extend(result["warnings"])
+        result["section"]["_stats"] = result["stats"]
+        return result["section"]
+
+    return collect
+
+
+def _python_foreign(python: str, verify: bool, timeout: float):
+    """Run the stdlib-only collector inside `python`; its own sys.path is what gets scanned."""
+    code = (
+        "import sys; paths = [p for p in sys.path if p]; "
+        f"sys.path.insert(0, {_PROJECT_ROOT!r}); "
+        "from provenance.collectors.python_env import main; "
+        f"main(paths, {verify!r})"
+    )
+
+    def collect(warnings: CollectorWarnings) -> dict[str, Any] | str:
+        try:
+            proc = subprocess.run(
+                [python, "-c", code],
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                stdin=subprocess.DEVNULL,
+            )
+        except FileNotFoundError:
+            return unavailable(f"no interpreter at {python}")
+        except subprocess.TimeoutExpired:
+            return unavailable(f"{python} timed out after {timeout:g} s")
+        if proc.returncode != 0:
+            last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+            return unavailable(f"{python} failed: {last[:200]}")
+        result = json.loads(proc.stdout)
+        warnings.extend(result["warnings"])
+        result["section"]["_stats"] = result["stats"]
+        return result["section"]
+
+    return collect
+
+
+def take_snapshot(options: SnapshotOptions | None = None) -> tuple[Manifest, list[str]]:
+    """Collect every section; returns the manifest and the warnings met on the way."""
+    options = options or SnapshotOptions()
+    py_timeout = TIMEOUTS["python_verify" if options.verify_files else "python"]
+    python_collector = (
+        _python_foreign(options.python, options.verify_files, py_timeout)
+        if options.python
+        else _python_in_process(options.verify_files)
+    )
+    results: dict[str, Collected] = run_all(
+        {
+            "python": (python_collector, py_timeout),
+            "os": (os_info.collect, TIMEOUTS["os"]),
+            "cpu": (cpu.collect, TIMEOUTS["cpu"]),
+            "gpu": (gpu.collect, TIMEOUTS["gpu"]),
+            "env": (env.collect, TIMEOUTS["env"]),
+            "host": (host.collect, TIMEOUTS["host"]),
+        }
+    )
+    python_section = results["python"].section
+    stats: dict[str, Any] = {}
+    packages: dict[str, Any] = {}
+    if isinstance(python_section, dict):
+        stats = python_section.pop("_stats", {})
+        packages = python_section.get("packages", {})
+
+    torch_entry = packages.get("torch")
+    if isinstance(torch_entry, dict):
+        fingerprint = str(torch_entry.get("fingerprint", ""))
+        results["torch"] = run_one(
+            lambda w: torch_probe.collect(w, python=options.python, torch_fingerprint=fingerprint),
+            TIMEOUTS["torch"],
+        )
+    else:
+        results["torch"] = Collected({"installed": False})
+    results["engines"] = Collected(engines.collect(packages))
+
+    facts: dict[str, Any] = {name: c.section for name, c in results.items()}
+    warnings = [w for c in results.values() for w in c.warnings]
+    facts["collectors"] = {
+        name: {
+            "status": c.section if isinstance(c.section, str) else "ok",
+            "seconds": round(c.seconds, 4),
+        }
+        for name, c in results.items()
+    }
+    for key, value in stats.items():
+        facts["collectors"]["python"][key] = value
+    if warnings:
+        facts["warnings"] = warnings
+    return Manifest(facts), warnings
