@@ -1,0 +1,37 @@
+"""`prov verify`: a bundle against its signature, or an image/environment against a lock.
+
+The command only dispatches; each room owns its own verification:
+- `--lock FILE [SOURCE]`: `lockfiles` (image locks and environment locks);
+- `BUNDLE` (a directory, .tar.gz or registry reference): `provenance.publish`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from provenance.cli import app
+from provenance.errors import ProvError
+
+
+@app.command()
+def verify(
+    target: str = typer.Argument(None, help="A bundle, or with --lock the image SOURCE to check."),
+    lock: Path = typer.Option(None, "--lock", help="Check an image or environment against a lock."),
+    image: str = typer.Option(None, "--image", help="With --lock: the image SOURCE to check."),
+    key: Path = typer.Option(None, "--key", help="Public key for a signed bundle."),
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+) -> None:
+    """Verify a published bundle, or an image/environment against its lock."""
+    if lock is not None:
+        if image and target:
+            raise ProvError("give the image either as SOURCE or with --image, not both")
+        from lockfiles.verify_command import verify_lock_command
+
+        raise typer.Exit(verify_lock_command(lock, source=image or target, as_json=as_json))
+    if target is None:
+        raise ProvError("nothing to verify: give a BUNDLE, or --lock FILE")
+    from provenance.publish.verify_command import verify_bundle_command
+
+    raise typer.Exit(verify_bundle_command(target, key=key, as_json=as_json))
