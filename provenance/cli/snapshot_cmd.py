@@ -111,12 +111,10 @@ def snapshot(
         manifest.write(out, fmt)
     if as_json:
         sys.stdout.write(manifest.to_json())
-    from provenance.cli.output import console
+    from provenance.cli.output import plain_rows
 
-    con = console(stderr=as_json)
-    for label, text in summary_lines(manifest.facts, digest):
-        con.print(f"[bold]{label:>8}[/bold]  {text}")
-    for w in warnings:
-        con.print(f"[yellow] warning[/yellow]  {w}")
+    rows = summary_lines(manifest.facts, digest)
+    rows += [("warning", w) for w in warnings]
     if out is not None:
-        con.print(f"[bold]{'written':>8}[/bold]  {out}")
+        rows.append(("written", str(out)))
+    plain_rows(rows, sys.stderr if as_json else sys.stdout)
