@@ -107,8 +107,13 @@ def snapshot(
 
     manifest, warnings = take_snapshot(SnapshotOptions(python=python, verify_files=verify_files))
     digest = manifest.digest()
+    stored = None
     if out is not None:
         manifest.write(out, fmt)
+    else:  # kept in the run store, so `prov diff`/`prov compare` can name it by digest
+        from provenance.store import open_store
+
+        stored = open_store().put_manifest(manifest)
     if as_json:
         sys.stdout.write(manifest.to_json())
     from provenance.cli.output import plain_rows
@@ -117,4 +122,6 @@ def snapshot(
     rows += [("warning", w) for w in warnings]
     if out is not None:
         rows.append(("written", str(out)))
+    if stored is not None:
+        rows.append(("stored", stored))
     plain_rows(rows, sys.stderr if as_json else sys.stdout)
