@@ -11,25 +11,13 @@ BIN = Path(sys.executable).parent
 PROV = str(BIN / "prov")
 
 
-def run_prov(
-    *args: str,
-    env: dict[str, str] | None = None,
-    cwd: str | Path | None = None,
-    check: bool = False,
-    timeout: float = 300,
-) -> subprocess.CompletedProcess:
+def run_prov(*args: str, env: dict[str, str] | None = None, cwd: str | Path | None = None,
+             check: bool = False, timeout: float = 300) -> subprocess.CompletedProcess:
     full_env = dict(os.environ)
     if env:
         full_env.update(env)
-    proc = subprocess.run(
-        [PROV, *args],
-        capture_output=True,
-        text=True,
-        env=full_env,
-        cwd=cwd,
-        timeout=timeout,
-        stdin=subprocess.DEVNULL,
-    )
+    proc = subprocess.run([PROV, *args], capture_output=True, text=True, env=full_env, cwd=cwd,
+                          timeout=timeout, stdin=subprocess.DEVNULL)
     if check and proc.returncode != 0:
         raise AssertionError(f"prov {' '.join(args)} exited {proc.returncode}: {proc.stderr}")
     return proc

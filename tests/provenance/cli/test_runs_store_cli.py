@@ -51,7 +51,8 @@ def test_snapshot_stores_its_manifest_and_diff_takes_digests_and_runs(penv, tmp_
     stored = rows["stored"].strip()
     assert stored.startswith("sha256:")
     obj = os.path.join(penv["PROV_STORE"], "objects", "sha256", stored[7:9], stored[9:])
-    doc = json.loads(open(obj).read())
+    with open(obj) as fh:
+        doc = json.load(fh)
     assert doc["digest"] == rows["digest"].strip()
     # --out writes the file and stores nothing
     out = tmp_path / "m.toml"

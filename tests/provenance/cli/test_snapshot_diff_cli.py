@@ -44,9 +44,7 @@ def test_diff_exit_codes(tmp_path):
     assert "python.packages.torch.version" in p.stdout and "2.14.0" in p.stdout
     assert "host.hostname" in p.stdout  # context is shown, separately
     doc = json.loads(run_prov("diff", str(a), str(b), "--json").stdout)
-    assert doc["identity"]["changed"] == {
-        "python.packages.torch.version": {"a": "2.13.0", "b": "2.14.0"}
-    }
+    assert doc["identity"]["changed"] == {"python.packages.torch.version": {"a": "2.13.0", "b": "2.14.0"}}
     assert doc["context"]["changed"] == {"host.hostname": {"a": "node-1", "b": "node-9"}}
     assert doc["changed_sections"] == ["python"]
     # context-only difference: identities are equal, exit 0
@@ -104,11 +102,9 @@ def test_help_does_not_import_heavy_modules():
     import subprocess
     import sys
 
-    code = (
-        "import sys; sys.argv=['prov','--help']\nfrom provenance.cli import app\n"
-        "try:\n    app()\nexcept SystemExit:\n    pass\n"
-        "bad = [m for m in ('torch','vllm','docker','cyclonedx','numpy','git','pynvml') "
-        "if m in sys.modules]\nprint('HEAVY', bad)"
-    )
+    code = ("import sys; sys.argv=['prov','--help']\nfrom provenance.cli import app\n"
+            "try:\n    app()\nexcept SystemExit:\n    pass\n"
+            "bad = [m for m in ('torch','vllm','docker','cyclonedx','numpy','git','pynvml') "
+            "if m in sys.modules]\nprint('HEAVY', bad)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout
     assert "HEAVY []" in out, out

@@ -16,24 +16,16 @@ from provenance.collectors import gpu
 pytestmark = pytest.mark.skipif(
     not (gpu.kernel_driver_present() and shutil.which("nvidia-smi")), reason="no NVIDIA GPU here"
 )
-FIELDS = (
-    "name,driver_version,compute_cap,vbios_version,ecc.mode.current,persistence_mode,"
-    "compute_mode,mig.mode.current,power.limit,memory.total,uuid,pci.bus_id"
-)
+FIELDS = ("name,driver_version,compute_cap,vbios_version,ecc.mode.current,persistence_mode,"
+          "compute_mode,mig.mode.current,power.limit,memory.total,uuid,pci.bus_id")
 
 
 def nvidia_smi() -> list[dict[str, str]]:
-    out = subprocess.run(
-        ["nvidia-smi", f"--query-gpu={FIELDS}", "--format=csv,noheader,nounits"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
+    out = subprocess.run(["nvidia-smi", f"--query-gpu={FIELDS}", "--format=csv,noheader,nounits"],
+                         capture_output=True, text=True, check=True).stdout
     keys = FIELDS.split(",")
-    return [
-        dict(zip(keys, (v.strip() for v in line.split(",")), strict=True))
-        for line in out.strip().splitlines()
-    ]
+    return [dict(zip(keys, (v.strip() for v in line.split(",")), strict=True))
+            for line in out.strip().splitlines()]
 
 
 def test_every_identity_field_matches_nvidia_smi():

@@ -63,9 +63,7 @@ def test_synthetic_admindir_matches_dpkg_query(tmp_path):
     (admin / "available").write_text("")
     packages = os_info.dpkg_packages(tmp_path, [])
     assert {k: v["version"] for k, v in packages.items()} == dpkg_query(str(admin))
-    assert (
-        packages["kept"]["source"] == "kept-src" and packages["kept"]["source_version"] == "1.0-0.1"
-    )
+    assert packages["kept"]["source"] == "kept-src" and packages["kept"]["source_version"] == "1.0-0.1"
     assert "removed-with-config" not in packages
     assert "libfoo1:amd64" in packages
 
@@ -73,9 +71,7 @@ def test_synthetic_admindir_matches_dpkg_query(tmp_path):
 def test_distroless_status_d(tmp_path):
     status_d = tmp_path / "var/lib/dpkg/status.d"
     status_d.mkdir(parents=True)
-    (status_d / "base-files").write_text(
-        "Package: base-files\nVersion: 12.4\nArchitecture: amd64\n"
-    )
+    (status_d / "base-files").write_text("Package: base-files\nVersion: 12.4\nArchitecture: amd64\n")
     (status_d / "base-files.md5sums").write_text("abc  etc/debian_version\n")
     packages = os_info.dpkg_packages(tmp_path, [])
     assert packages == {"base-files": {"version": "12.4", "arch": "amd64"}}
@@ -92,6 +88,6 @@ def test_unreadable_status_is_recorded_not_raised(tmp_path):
 def test_os_release_and_libc():
     section = os_info.collect([])
     text = Path("/etc/os-release").read_text()
-    assert f"ID={section['release']['id']}" in text
+    assert f'ID={section["release"]["id"]}' in text
     ldd = subprocess.run(["ldd", "--version"], capture_output=True, text=True).stdout
     assert section["libc"]["version"] in ldd.splitlines()[0]

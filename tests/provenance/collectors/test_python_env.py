@@ -12,32 +12,17 @@ from provenance.collectors import python_env
 
 
 def pip_list(python: str, cwd: Path) -> dict[str, str]:
-    out = subprocess.run(
-        [python, "-m", "pip", "list", "--format", "json"],
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=cwd,
-    ).stdout
+    out = subprocess.run([python, "-m", "pip", "list", "--format", "json"], capture_output=True,
+                         text=True, check=True, cwd=cwd).stdout
     return {python_env.normalize_name(p["name"]): p["version"] for p in json.loads(out)}
 
 
 def test_package_set_equals_pip_list(tmp_path):
     expected = pip_list(sys.executable, tmp_path)
     # the same sys.path pip sees when started from tmp_path, without the cwd entry
-    paths = json.loads(
-        subprocess.run(
-            [
-                sys.executable,
-                "-c",
-                "import sys, json; print(json.dumps([p for p in sys.path if p]))",
-            ],
-            capture_output=True,
-            text=True,
-            check=True,
-            cwd=tmp_path,
-        ).stdout
-    )
+    paths = json.loads(subprocess.run(
+        [sys.executable, "-c", "import sys, json; print(json.dumps([p for p in sys.path if p]))"],
+        capture_output=True, text=True, check=True, cwd=tmp_path).stdout)
     got = python_env.collect(paths)["section"]["packages"]
     assert {name: entry["version"] for name, entry in got.items()} == expected
 
@@ -56,23 +41,15 @@ def test_foreign_interpreter_equals_its_pip_list(tmp_path):
     assert manifest.facts["python"]["executable"] == python
 
 
-def make_dist(
-    site: Path,
-    name: str,
-    version: str,
-    files: dict[str, bytes] | None = None,
-    metadata: bool = True,
-    direct_url: dict | None = None,
-) -> Path:
+def make_dist(site: Path, name: str, version: str, files: dict[str, bytes] | None = None,
+              metadata: bool = True, direct_url: dict | None = None) -> Path:
     import base64
     import hashlib
 
     info = site / f"{name}-{version}.dist-info"
     info.mkdir(parents=True)
     if metadata:
-        (info / "METADATA").write_text(
-            f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n\n"
-        )
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n\n")
     rows = []
     for rel, data in (files or {}).items():
         path = site / rel
@@ -110,21 +87,8 @@ def test_verify_files_reports_an_edited_file(tmp_path):
 def test_verify_files_on_a_real_pip_install(tmp_path):
     """pip writes RECORD; editing one installed file must be caught."""
     target = tmp_path / "site"
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "install",
-            "-q",
-            "--no-deps",
-            "--target",
-            str(target),
-            "six==1.16.0",
-        ],
-        check=True,
-        capture_output=True,
-    )
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target",
+                    str(target), "six==1.16.0"], check=True, capture_output=True)
     result = python_env.collect([str(target)], verify=True)
     assert result["section"]["packages"]["six"]["version"] == "1.16.0"
     assert "modified_files" not in result["section"]["packages"]["six"]
@@ -139,35 +103,17 @@ def test_fingerprint_ignores_install_location(tmp_path):
     fps = []
     for where in ("a", "b"):
         target = tmp_path / where
-        subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "pip",
-                "install",
-                "-q",
-                "--no-deps",
-                "--target",
-                str(target),
-                "six==1.16.0",
-            ],
-            check=True,
-            capture_output=True,
-        )
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target",
+                        str(target), "six==1.16.0"], check=True, capture_output=True)
         fps.append(python_env.collect([str(target)])["section"]["packages"]["six"]["fingerprint"])
     assert fps[0] == fps[1] and fps[0].startswith("sha256:")
 
 
 def test_direct_url_credentials_are_stripped(tmp_path):
-    make_dist(
-        tmp_path,
-        "private",
-        "0.1",
-        direct_url={
-            "url": "https://deploy:s3cr3tPassw0rd@git.example.com/org/private.git",
-            "vcs_info": {"vcs": "git", "commit_id": "0123456789abcdef0123456789abcdef01234567"},
-        },
-    )
+    make_dist(tmp_path, "private", "0.1", direct_url={
+        "url": "https://deploy:s3cr3tPassw0rd@git.example.com/org/private.git",
+        "vcs_info": {"vcs": "git", "commit_id": "0123456789abcdef0123456789abcdef01234567"},
+    })
     entry = python_env.collect([str(tmp_path)])["section"]["packages"]["private"]
     assert "s3cr3tPassw0rd" not in json.dumps(entry)
     assert entry["direct_url"]["url"] == "https://<redacted>@git.example.com/org/private.git"

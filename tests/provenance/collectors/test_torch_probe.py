@@ -9,19 +9,14 @@ from importlib import metadata
 
 from provenance.collectors import torch_probe
 
-ORACLE = (
-    "import json, torch; print(json.dumps([torch.__version__, "
-    "torch.backends.cpu.get_cpu_capability(), torch.get_num_threads()]))"
-)
+ORACLE = ("import json, torch; print(json.dumps([torch.__version__, "
+          "torch.backends.cpu.get_cpu_capability(), torch.get_num_threads()]))")
 
 
 def test_probe_matches_torch_and_caches(tmp_path, monkeypatch):
     monkeypatch.setenv("PROV_CACHE_DIR", str(tmp_path))
-    version, capability, threads = json.loads(
-        subprocess.run(
-            [sys.executable, "-c", ORACLE], capture_output=True, text=True, check=True
-        ).stdout
-    )
+    version, capability, threads = json.loads(subprocess.run(
+        [sys.executable, "-c", ORACLE], capture_output=True, text=True, check=True).stdout)
     first = torch_probe.collect([], torch_fingerprint="sha256:test")
     # torch.__version__ is the oracle; the wheel's METADATA may lack the local tag (+cu130)
     assert first["version"] == version
@@ -31,9 +26,7 @@ def test_probe_matches_torch_and_caches(tmp_path, monkeypatch):
     assert first["cache"] == "miss"
     second = torch_probe.collect([], torch_fingerprint="sha256:test")
     assert second["cache"] == "hit"
-    assert {k: v for k, v in second.items() if k != "cache"} == {
-        k: v for k, v in first.items() if k != "cache"
-    }
+    assert {k: v for k, v in second.items() if k != "cache"} == {k: v for k, v in first.items() if k != "cache"}
     # a variable torch reads at start-up is part of the key
     monkeypatch.setenv("TORCH_SHOW_CPP_STACKTRACES", "1")
     assert torch_probe.collect([], torch_fingerprint="sha256:test")["cache"] == "miss"
