@@ -136,6 +136,9 @@ def write_pylock(manifest: Manifest, finders: list[Finder], lock_dir: Path) -> L
             if key in entry:
                 tool[key] = entry[key]
         direct = _direct_source(entry, lock_dir)
+        if direct and "directory" in direct:
+            # an editable install's RECORD names absolute paths: not comparable across checkouts
+            tool.pop("fingerprint", None)
         if direct:
             if "vcs" in direct:
                 pkg["version"] = entry["version"]
