@@ -87,6 +87,8 @@ class _Tee:
         self.dst = dst
         self.writer = writer
         self.open = True
+        self.broken = False
+        self.pipe: Any = None  # the file object owning `src`
 
     def pump(self) -> int:
         try:
@@ -112,7 +114,11 @@ class _Tee:
             except OSError as exc:
                 if exc.errno not in (errno.EPIPE, errno.EBADF):
                     raise
-                self.dst = None  # the reader went away; keep recording
+                # The reader went away (`prov exec -- yes | head -1`): close the command's
+                # pipe too, so it gets SIGPIPE as it would without prov, not run forever.
+                self.dst = None
+                self.open = False
+                self.broken = True
         return len(data)
 
 
@@ -539,7 +545,9 @@ def _supervise(proc: subprocess.Popen, out_w, err_w, stream: bool, sample: bool)
         fd = pipe.fileno()
         _grow_pipe(fd)
         os.set_blocking(fd, False)
-        tees.append(_Tee(fd, dst if stream else None, w))
+        tee = _Tee(fd, dst if stream else None, w)
+        tee.pipe = pipe
+        tees.append(tee)
     sel = selectors.DefaultSelector()
     for t in tees:
         sel.register(t.src, selectors.EVENT_READ, t)
@@ -592,6 +600,8 @@ def _supervise(proc: subprocess.Popen, out_w, err_w, stream: bool, sample: bool)
                 moved += t.pump()
                 if not t.open:
                     sel.unregister(t.src)
+                    if t.broken:
+                        t.pipe.close()
             if status is None:
                 if pidfd is None:
                     reap(block=False)

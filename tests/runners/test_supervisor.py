@@ -308,3 +308,19 @@ def test_abandoned_run_when_prov_is_killed(penv):
             proc.kill()
     assert runs_json(penv)[0]["state"] == "abandoned"
     assert show_json(runs[0]["run_id"], penv)["state"] == "abandoned"
+
+
+def test_closed_reader_gives_the_command_sigpipe_as_without_prov(penv):
+    """`prov exec -- yes | head -1` ends like `yes | head -1`: yes dies of SIGPIPE."""
+    prov_proc = subprocess.Popen(
+        [PROV, "exec", "-q", "--", "yes"],
+        env=penv,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+    )
+    head = subprocess.run(["head", "-1"], stdin=prov_proc.stdout, capture_output=True)
+    prov_proc.stdout.close()
+    assert prov_proc.wait(timeout=30) == 128 + signal.SIGPIPE
+    assert head.stdout == b"y\n"
+    rec = last_run(penv)
+    assert rec["signal"] == "SIGPIPE" and rec["logs"]["stdout"]["size"] >= 2
