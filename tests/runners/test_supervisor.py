@@ -324,3 +324,42 @@ def test_closed_reader_gives_the_command_sigpipe_as_without_prov(penv):
     assert head.stdout == b"y\n"
     rec = last_run(penv)
     assert rec["signal"] == "SIGPIPE" and rec["logs"]["stdout"]["size"] >= 2
+
+
+def test_on_a_terminal_the_command_reads_stdin_and_gets_ctrl_c(penv):
+    """Under a real pty: the command's process group owns the terminal (no SIGTTIN on read),
+    and ^C typed at the terminal reaches it; prov exits 130 as a shell would."""
+    import pty
+    import select
+
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: prov on the pty
+        os.execve(
+            PROV,
+            [PROV, "exec", "-q", "--", "sh", "-c", "echo ready; read x; echo got:$x; sleep 20"],
+            penv,
+        )
+    buf = b""
+
+    def read_until(token: bytes) -> bool:
+        nonlocal buf
+        end = time.time() + 30
+        while token not in buf and time.time() < end:
+            if select.select([fd], [], [], 0.2)[0]:
+                try:
+                    buf += os.read(fd, 1024)
+                except OSError:
+                    break
+        return token in buf
+
+    try:
+        assert read_until(b"ready"), buf
+        os.write(fd, b"typed\n")
+        assert read_until(b"got:typed"), buf
+        os.write(fd, b"\x03")
+        _, status = os.waitpid(pid, 0)
+    finally:
+        os.close(fd)
+    assert os.waitstatus_to_exitcode(status) == 130
+    rec = last_run(penv)
+    assert rec["signal"] == "SIGINT" and rec["exit_status"] == 130
