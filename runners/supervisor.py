@@ -130,13 +130,30 @@ def _grow_pipe(fd: int) -> None:
 _LIBC = None
 
 
-def _child_setup(parent: int) -> None:
-    """In the child before exec: own process group; die with prov so no run outlives it."""
+def _child_setup(parent: int, foreground: bool) -> None:
+    """In the child before exec: own process group; die with prov so no run outlives it.
+
+    On a terminal the child takes the terminal itself, before exec, so it can never read
+    stdin while still in the background (SIGTTIN would stop it); the parent does the same
+    after the fork, whichever runs first (as shells do).
+    """
     os.setpgid(0, 0)
+    if foreground:
+        signal.signal(signal.SIGTTOU, signal.SIG_IGN)
+        with contextlib.suppress(OSError):
+            os.tcsetpgrp(0, os.getpgrp())
+        signal.signal(signal.SIGTTOU, signal.SIG_DFL)
     if _LIBC is not None:
         _LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
     if os.getppid() != parent:
         os._exit(128 + signal.SIGTERM)
+
+
+def _owns_terminal() -> bool:
+    try:
+        return os.isatty(0) and os.tcgetpgrp(0) == os.getpgrp()
+    except OSError:
+        return False
 
 
 class _Foreground:
@@ -398,7 +415,7 @@ def _execute(
             stderr=subprocess.PIPE,
             env=env,
             cwd=str(workdir),
-            preexec_fn=lambda parent=os.getpid(): _child_setup(parent),
+            preexec_fn=lambda parent=os.getpid(), fg=_owns_terminal(): _child_setup(parent, fg),
             bufsize=0,
         )
     except OSError as exc:
