@@ -343,7 +343,7 @@ def test_on_a_terminal_the_command_reads_stdin_and_gets_ctrl_c(penv):
 
     def read_until(token: bytes) -> bool:
         nonlocal buf
-        end = time.time() + 30
+        end = time.time() + 90
         while token not in buf and time.time() < end:
             if select.select([fd], [], [], 0.2)[0]:
                 try:
