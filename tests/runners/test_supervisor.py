@@ -406,3 +406,20 @@ def test_ctrl_z_stops_prov_with_the_command_and_fg_resumes_both(penv):
             os.close(fd)
     assert os.waitstatus_to_exitcode(status) == 0
     assert last_run(penv)["exit_status"] == 0
+
+
+def test_a_python_from_another_environment_is_snapshotted_as_itself(penv, tmp_path):
+    """`prov exec -- OTHER/bin/python ...` records OTHER's packages, not prov's."""
+    venv = tmp_path / "other"
+    subprocess.run([PYTHON, "-m", "venv", "--without-pip", str(venv)], check=True)
+    other = venv / "bin" / "python"
+    p = prov("exec", "-q", "--", str(other), "-c", "import sys; print(sys.prefix)", env=penv)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.decode().strip() == str(venv)
+    rec = last_run(penv)
+    assert rec["interpreter"] == str(other)
+    from provenance.store import open_store
+
+    manifest = open_store(penv["PROV_STORE"]).manifest_object(rec["manifest"])
+    assert manifest.get("python.prefix") == str(venv)
+    assert manifest.get("python.packages.typer") is None  # prov's own deps are not there
