@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 
 import typer
@@ -81,7 +82,16 @@ def runs(
     console().print(table)
 
 
-def _print_show(info, rec: dict) -> None:
+# Libraries whose version decides numerics: CUDA stack, BLAS, torch, attention kernels.
+KEY_LIBS = re.compile(
+    r"(libcuda\.|libcudart|libcudnn|libnccl|libcublas|libcufft|libcusparse|libcurand|libnvrtc"
+    r"|libnvJitLink|libtorch|libc10|flash_attn|flashinfer|xformers|vllm|_multiarray_umath"
+    r"|openblas|libmkl|libgomp|libiomp|libdnnl|triton|^_C\.)",
+    re.IGNORECASE,
+)
+
+
+def _print_show(info, rec: dict, all_libs: bool = False) -> None:
     from provenance.cli.output import plain_rows
 
     rows = [
@@ -124,8 +134,10 @@ def _print_show(info, rec: dict) -> None:
         rows.append(("run file", f"{path}  {f.get('digest', '')}"))
     libs = rec.get("loaded_libraries") or []
     if libs:
-        rows.append(("libs", f"{len(libs)} shared libraries loaded"))
-        for lib in libs:
+        shown = libs if all_libs else [lib for lib in libs if KEY_LIBS.search(lib["name"])]
+        more = "" if all_libs else "; the numerics-relevant ones below (--libs: all)"
+        rows.append(("libs", f"{len(libs)} shared libraries loaded{more}"))
+        for lib in shown:
             rows.append(("", f"{lib['path']}  {lib.get('sha256')}"))
     drift = rec.get("drift") or {}
     if drift.get("detected"):
@@ -152,6 +164,7 @@ def _print_show(info, rec: dict) -> None:
 def show(
     run: str = typer.Argument(..., help="Run id or a unique prefix of it."),
     as_json: bool = typer.Option(False, "--json", help="The full run record as JSON."),
+    libs: bool = typer.Option(False, "--libs", help="List every loaded library, not the key ones."),
     cat: str = typer.Option(
         None,
         "--cat",
@@ -184,4 +197,4 @@ def show(
     if as_json:
         print_json({**rec, "state": info.state, "record": info.record_digest})
         return
-    _print_show(info, rec)
+    _print_show(info, rec, all_libs=libs)

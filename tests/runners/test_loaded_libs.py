@@ -43,6 +43,10 @@ def test_numpy_workload_records_its_shared_libraries_with_digests(penv):
         assert libs[path]["sha256"] == sha256sum(path)
         assert libs[path]["size"] == os.path.getsize(path)
     assert any(lib["name"].startswith("libc.so") for lib in libs.values())
+    # the human view lists the numerics-relevant ones; --libs lists every one
+    human = prov("show", rec["run_id"], env=penv).stdout.decode()
+    assert umath[0] in human and blas[0] in human and "/libc.so" not in human
+    assert "/libc.so" in prov("show", rec["run_id"], "--libs", env=penv).stdout.decode()
 
 
 def test_two_numpy_runs_compare_their_common_libraries(penv):
