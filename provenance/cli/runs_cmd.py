@@ -86,7 +86,7 @@ def runs(
 KEY_LIBS = re.compile(
     r"(libcuda\.|libcudart|libcudnn|libnccl|libcublas|libcufft|libcusparse|libcurand|libnvrtc"
     r"|libnvJitLink|libtorch|libc10|flash_attn|flashinfer|xformers|vllm|_multiarray_umath"
-    r"|openblas|libmkl|libgomp|libiomp|libdnnl|triton|^_C\.)",
+    r"|openblas|libmkl|libgomp|libiomp|libdnnl|triton|^libm\.so|^_C\.)",
     re.IGNORECASE,
 )
 
