@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -64,7 +65,8 @@ class Store:
         self.root = root
         self.objects = ObjectStore(root)
         self.runs_dir = root / "runs"
-        self._conn: sqlite3.Connection | None = None
+        # one SQLite connection per thread: runners may supervise several runs at once
+        self._local = threading.local()
 
     # -- set-up -----------------------------------------------------------------
     def _ensure_layout(self) -> None:
@@ -78,21 +80,24 @@ class Store:
 
     @property
     def db(self) -> sqlite3.Connection:
-        if self._conn is None:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
             self._ensure_layout()
             try:
-                self._conn = idx.connect(self.root / "index.sqlite")
+                conn = idx.connect(self.root / "index.sqlite")
             except sqlite3.DatabaseError as exc:
                 raise ProvError(
                     f"{self.root}/index.sqlite is unreadable ({exc}); "
                     "run `prov store reindex` to rebuild it from the objects"
                 ) from None
-        return self._conn
+            self._local.conn = conn
+        return conn
 
     def close(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
 
     # -- objects ----------------------------------------------------------------
     def put_bytes(self, data: bytes, kind: str = "blob") -> str:

@@ -423,3 +423,28 @@ def test_a_python_from_another_environment_is_snapshotted_as_itself(penv, tmp_pa
     manifest = open_store(penv["PROV_STORE"]).manifest_object(rec["manifest"])
     assert manifest.get("python.prefix") == str(venv)
     assert manifest.get("python.packages.typer") is None  # prov's own deps are not there
+
+
+def test_run_supervised_from_several_threads_into_one_store(tmp_path, prov_cache, monkeypatch):
+    """How a repeat runner uses the API: one Store object, runs supervised in parallel."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    monkeypatch.setenv("PROV_CACHE_DIR", str(prov_cache))
+    from provenance.store import open_store
+    from runners.supervisor import run_supervised
+
+    store = open_store(tmp_path / "store")
+
+    def one(i: int):
+        return run_supervised(
+            ["sh", "-c", f"echo {i}; exit {i}"], name=f"t{i}", store=store, stream=False
+        )
+
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(one, range(4)))
+    assert [r.exit_status for r in results] == [0, 1, 2, 3]
+    for i, r in enumerate(results):
+        info = store.get_run(r.run_id)
+        assert info.state == "complete" and info.name == f"t{i}"
+        assert store.get_bytes(info.record["logs"]["stdout"]["digest"]) == f"{i}\n".encode()
+    assert store.fsck().ok
