@@ -408,7 +408,11 @@ def _execute(
     warnings: list[str] = []
     out_w = store.objects.writer()
     err_w = store.objects.writer()
-    owns_terminal = _owns_terminal()
+    # Only an interactive, streamed run in the main thread takes the terminal: runs supervised
+    # from worker threads must never steal it from each other.
+    owns_terminal = (
+        stream and threading.current_thread() is threading.main_thread() and _owns_terminal()
+    )
     try:
         proc = subprocess.Popen(
             argv,
