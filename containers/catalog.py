@@ -68,6 +68,26 @@ class DpkgHistory:
 
 
 @dataclass
+class PythonHistory:
+    """The layer that introduced each dist-info at its current content: a later layer that
+    rewrites identical metadata (an opaque directory re-populated) does not re-introduce it."""
+
+    introduced: dict[str, tuple[int, int]] = field(default_factory=dict)
+
+    def on_layer(self, index: int, staged: dict[str, bytes]) -> None:
+        for path, data in staged.items():
+            if path.endswith(("/METADATA", "/RECORD", "/PKG-INFO")):
+                key = hash(data)
+                old = self.introduced.get(path)
+                if old is None or old[0] != key:
+                    self.introduced[path] = (key, index)
+
+    def layer_of(self, path: str, data: bytes, final_layer: int) -> int:
+        old = self.introduced.get(path)
+        return old[1] if old is not None and old[0] == hash(data) else final_layer
+
+
+@dataclass
 class PythonDist:
     name: str
     location: str  # "/opt/venv/lib/python3.11/site-packages"
@@ -121,7 +141,12 @@ def _owners(view: FileView, dpkg_keys: set[str]) -> dict[str, str]:
     return owners
 
 
-def python_dists(view: FileView, dpkg_keys: set[str], warnings: list[str]) -> list[PythonDist]:
+def python_dists(
+    view: FileView,
+    dpkg_keys: set[str],
+    warnings: list[str],
+    history: PythonHistory | None = None,
+) -> list[PythonDist]:
     """Every dist-info/egg-info (under site- or dist-packages) and conda-meta record."""
     owners = _owners(view, dpkg_keys)
     dists: list[PythonDist] = []
@@ -160,7 +185,10 @@ def python_dists(view: FileView, dpkg_keys: set[str], warnings: list[str]) -> li
             facts["installer"] = installer[1].decode("utf-8", "replace").strip()
         record = view.files.get(f"{meta_dir}/RECORD") if meta_dir.endswith(".dist-info") else None
         facts.update(python_dist.record_facts(record[1] if record is not None else None))
-        facts["layer"] = layer
+        facts["layer"] = history.layer_of(path, data, layer) if history else layer
+        if record is not None and history is not None:
+            rec_path = f"{meta_dir}/RECORD"
+            facts["layer"] = max(facts["layer"], history.layer_of(rec_path, record[1], record[0]))
         owner = owners.get(meta_dir)
         if owner is not None:
             facts["debian_package"] = owner
@@ -178,8 +206,10 @@ def python_section(dists: list[PythonDist]) -> dict[str, Any]:
     packages: dict[str, Any] = {}
     for dist in sorted(dists, key=rank):
         if dist.name in packages:
+            owner = dist.facts.get("debian_package")
             packages[dist.name].setdefault("shadowed", []).append(
-                f"{dist.location} ({dist.facts['version']})"
+                f"{dist.location} ({dist.facts['version']}"
+                + (f", Debian package {owner})" if owner else ")")
             )
             continue
         packages[dist.name] = dict(dist.facts)

@@ -9,6 +9,7 @@ from typing import Any
 from containers.catalog import (
     DpkgHistory,
     PythonDist,
+    PythonHistory,
     cuda_section,
     os_section,
     python_dists,
@@ -176,6 +177,7 @@ def scan_opened(opened: Opened, progress: Progress | None = None) -> ImageScan:
             )
         )
     history = DpkgHistory()
+    py_history = PythonHistory()
 
     def on_layer(index: int, stream: Decompressed, staged: dict[str, bytes]) -> None:
         got = stream.diff_id()
@@ -186,6 +188,7 @@ def scan_opened(opened: Opened, progress: Progress | None = None) -> ImageScan:
             )
         infos[index].compression = stream.compression
         history.on_layer(index, staged)
+        py_history.on_layer(index, staged)
         if progress is not None:
             progress("end", index, stream.compressed, r.layers[index].size)
 
@@ -209,7 +212,7 @@ def scan_opened(opened: Opened, progress: Progress | None = None) -> ImageScan:
     os_sec["system"] = machine[0] if machine else ""
     if len(machine) > 1:
         os_sec["machine"] = _MACHINE.get(machine[1], machine[1])
-    dists = python_dists(view, set((os_sec.get("dpkg") or {}).keys()), warnings)
+    dists = python_dists(view, set((os_sec.get("dpkg") or {}).keys()), warnings, py_history)
     py = python_section(dists)
     cu = cuda_section(view, os_sec, py)
     return ImageScan(opened, infos, os_sec, py, dists, cu, warnings)

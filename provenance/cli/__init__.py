@@ -22,7 +22,7 @@ app = typer.Typer(
 )
 
 # Registration: each module adds its commands to `app`.
-from provenance.cli import diff_cmd, snapshot_cmd, verify_cmd  # noqa: E402,F401
+from provenance.cli import diff_cmd, pin_cmd, snapshot_cmd, verify_cmd  # noqa: E402,F401
 
 
 def main() -> None:
