@@ -1,11 +1,8 @@
-"""Locks: image locks (`prov pin`) now; PEP 751 environment locks (pylock.toml) later.
+"""Locks: PEP 751 `pylock.toml` for Python environments, and image locks (`prov pin`),
+written from a manifest and verified against one. Imports only the manifest model (the
+image-lock verify command reaches the image through the containers public API).
 
-Public API: `image_lock.lock_from_facts(facts) -> str` (TOML), `image_lock.read_lock(text)`,
+Image locks: `image_lock.lock_from_facts(facts) -> str` (TOML), `image_lock.read_lock(text)`,
 `image_lock.compare(lock, facts) -> list[Difference]`, and
 `verify_command.verify_lock_command(lock, source, as_json) -> int` for `prov verify --lock`.
-May import only the manifest model (and, inside the verify command, the containers API).
 """
-
-from lockfiles.image_lock import IMAGE_LOCK_KIND, Difference, LockError
-
-__all__ = ["IMAGE_LOCK_KIND", "Difference", "LockError"]

@@ -22,13 +22,14 @@ app = typer.Typer(
 )
 
 # Registration: each module adds its commands to `app`.
-from provenance.cli import diff_cmd, pin_cmd, snapshot_cmd, verify_cmd  # noqa: E402,F401
+from provenance.cli import diff_cmd, lock_cmd, pin_cmd, snapshot_cmd, verify_cmd  # noqa: E402,F401
 
 
 def main() -> None:
     """Entry point: user errors print one line; unexpected ones too, unless PROV_DEBUG=1."""
     try:
-        app(standalone_mode=False)
+        # Without standalone mode click returns typer.Exit's code instead of exiting.
+        code = app(standalone_mode=False)
     except ProvError as exc:
         print(f"prov: error: {exc}", file=sys.stderr)
         sys.exit(exc.exit_code)
@@ -57,3 +58,4 @@ def main() -> None:
             file=sys.stderr,
         )
         sys.exit(70)
+    sys.exit(code if isinstance(code, int) else 0)

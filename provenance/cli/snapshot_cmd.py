@@ -120,20 +120,18 @@ def snapshot(
         manifest.write(out, fmt)
     if as_json:
         sys.stdout.write(manifest.to_json())
-    from provenance.cli.output import console
+    from provenance.cli.output import plain_rows
 
-    con = console(stderr=as_json)
-    for label, text in summary_lines(manifest.facts, digest):
-        con.print(f"[bold]{label:>8}[/bold]  {text}")
-    for w in warnings:
-        con.print(f"[yellow] warning[/yellow]  {w}")
+    rows = summary_lines(manifest.facts, digest)
+    rows += [("warning", w) for w in warnings]
     if out is not None:
-        con.print(f"[bold]{'written':>8}[/bold]  {out}")
+        rows.append(("written", str(out)))
+    plain_rows(rows, sys.stderr if as_json else sys.stdout)
 
 
 def _snapshot_image(source: str, out: Path | None, fmt: str, as_json: bool) -> None:
     """`--image`: the image's manifest (image, os, python, cuda sections)."""
-    from provenance.cli.output import console
+    from provenance.cli.output import plain_rows
     from provenance.cli.pin_cmd import scan_with_progress
     from provenance.model import Manifest
 
@@ -143,7 +141,6 @@ def _snapshot_image(source: str, out: Path | None, fmt: str, as_json: bool) -> N
         manifest.write(out, fmt)
     if as_json:
         sys.stdout.write(manifest.to_json())
-    con = console(stderr=as_json)
     img = manifest.facts["image"]
     rel = scan.os.get("release")
     name = rel.get("pretty_name", "?") if isinstance(rel, dict) else str(rel)
@@ -155,9 +152,7 @@ def _snapshot_image(source: str, out: Path | None, fmt: str, as_json: bool) -> N
         ("python", f"{len(scan.python['packages'])} packages"),
         ("digest", manifest.digest()),
     ]
-    for label, text in rows:
-        con.print(f"[bold]{label:>8}[/bold]  {text}")
-    for w in scan.warnings:
-        con.print(f"[yellow] warning[/yellow]  {w}")
+    rows += [("warning", w) for w in scan.warnings]
     if out is not None:
-        con.print(f"[bold]{'written':>8}[/bold]  {out}")
+        rows.append(("written", str(out)))
+    plain_rows(rows, sys.stderr if as_json else sys.stdout)
