@@ -3,8 +3,8 @@
 TOML (tomlkit), stable order. Written by `prov pin SOURCE`, checked by
 `prov verify --lock FILE [SOURCE]`:
 
-    lock-kind = "prov-image-lock"
-    lock-version = 1
+    kind = "prov-image-lock"
+    format = 1
     created-by = "prov 0.1.0"
     [image]      source, reference (name@sha256:...), index/manifest/config digests, platform
     [[layers]]   index, digest, diff_id, chain_id, created_by
@@ -36,7 +36,7 @@ _IMAGE_KEYS = (
 
 
 class LockError(Exception):
-    """A lock that cannot be read: malformed TOML, unknown kind or version."""
+    """A lock that cannot be read: malformed TOML, unknown kind or format."""
 
 
 @dataclass(frozen=True)
@@ -86,8 +86,9 @@ def lock_from_facts(facts: dict[str, Any], created_by: str = "prov") -> str:
     doc = tomlkit.document()
     doc.add(tomlkit.comment("prov image lock: written by `prov pin`; check with"))
     doc.add(tomlkit.comment("`prov verify --lock FILE [SOURCE]`. Do not edit by hand."))
-    doc["lock-kind"] = IMAGE_LOCK_KIND
-    doc["lock-version"] = LOCK_VERSION
+    # `kind`, not PEP 751's lock-version: prov verify tells the two apart by these keys
+    doc["kind"] = IMAGE_LOCK_KIND
+    doc["format"] = LOCK_VERSION
     doc["created-by"] = created_by
     img = tomlkit.table()
     for key in _IMAGE_KEYS:
@@ -115,10 +116,10 @@ def read_lock(text: str, origin: str = "lock") -> dict[str, Any]:
         doc = tomlkit.parse(text).unwrap()
     except Exception as exc:  # tomlkit raises several parse error types
         raise LockError(f"{origin}: malformed TOML: {exc}") from None
-    if doc.get("lock-kind") != IMAGE_LOCK_KIND:
-        raise LockError(f"{origin}: not an image lock (lock-kind {doc.get('lock-kind')!r})")
-    if doc.get("lock-version") != LOCK_VERSION:
-        raise LockError(f"{origin}: unsupported lock-version {doc.get('lock-version')!r}")
+    if doc.get("kind") != IMAGE_LOCK_KIND:
+        raise LockError(f"{origin}: not an image lock (kind {doc.get('kind')!r})")
+    if doc.get("format") != LOCK_VERSION:
+        raise LockError(f"{origin}: unsupported image lock format {doc.get('format')!r}")
     image = doc.get("image")
     if not isinstance(image, dict) or not isinstance(image.get("config_digest"), str):
         raise LockError(f"{origin}: lock has no image.config_digest")

@@ -1,8 +1,9 @@
 """`prov verify --lock FILE [SOURCE]`: an image (or, later, an environment) against its lock.
 
-Dispatches on the lock's kind: an image lock (`lock-kind = "prov-image-lock"`) is checked
-by scanning SOURCE (default: the source recorded in the lock) and comparing. Environment
-locks (PEP 751 pylock.toml) belong to a later change and are refused with a clear message.
+Dispatches on the lock's kind: an image lock (`kind = "prov-image-lock"`) is checked by
+scanning SOURCE (default: the source recorded in the lock) and comparing. Environment locks
+(PEP 751 pylock.toml, uv.lock, requirements.txt) are routed by `prov verify` to
+`provenance.cli.lock_cmd` before reaching here; one that does is refused clearly.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ def lock_kind(text: str) -> str:
         doc = tomlkit.parse(text)
     except Exception as exc:
         raise LockError(f"malformed TOML: {exc}") from None
-    if doc.get("lock-kind") == IMAGE_LOCK_KIND:
+    if doc.get("kind") == IMAGE_LOCK_KIND:
         return IMAGE_LOCK_KIND
     if "lock-version" in doc and "packages" in doc:
         return "pylock"
@@ -49,8 +50,8 @@ def verify_lock_command(lock: Path, source: str | None, as_json: bool) -> int:
     if kind == IMAGE_LOCK_KIND:
         return _verify_image(lock, text, source, as_json)
     if kind == "pylock":
-        return _error(f"{lock}: environment locks (pylock.toml) are not supported yet")
-    return _error(f"{lock}: not a lock prov knows (no lock-kind or lock-version)")
+        return _error(f"{lock}: an environment lock; check it with `prov verify --lock` alone")
+    return _error(f"{lock}: not a lock prov knows (no kind or lock-version)")
 
 
 def _verify_image(lock: Path, text: str, source: str | None, as_json: bool) -> int:
@@ -102,6 +103,9 @@ def _print_table(lock: Path, source: str, doc: dict, facts: dict, diffs: list[Di
         )
         return
     con.print(f"[red]does not match its lock[/red] {lock}: {len(diffs)} difference(s)")
+    for label, image in (("locked", doc["image"]), ("now", facts["image"])):
+        for key in ("manifest_digest", "config_digest"):
+            con.print(f"{label:>7} {key:<16} {image.get(key)}")
     table = Table(show_lines=False)
     table.add_column("key", style="bold", overflow="fold")
     table.add_column("change")

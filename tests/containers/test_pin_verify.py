@@ -54,7 +54,7 @@ def test_moved_tag_is_refused(image: BuiltImage, own_registry: Registry, tmp_pat
     old_manifest, old_config = summary["manifest_digest"], summary["config_digest"]
     assert summary["reference"] == f"{own_registry.host}/prov/img@{old_manifest}"
     text = lock.read_text()
-    assert old_manifest in text and 'lock-kind = "prov-image-lock"' in text
+    assert old_manifest in text and 'kind = "prov-image-lock"' in text
     assert '"python:packaging" = {version = "24.2", layer = 0' in text
     # unchanged: verify passes (the source recorded in the lock is used)
     ok = prov("verify", "--lock", str(lock))
@@ -103,7 +103,7 @@ def test_changed_package_is_named(image: BuiltImage, tmp_path: Path) -> None:
 
 def test_bad_lock_and_bad_source_are_one_line_errors(image: BuiltImage, tmp_path: Path) -> None:
     bad = tmp_path / "bad.toml"
-    bad.write_text("lock-kind = [unclosed\n")
+    bad.write_text("kind = [unclosed\n")
     res = prov("verify", "--lock", str(bad), f"oci:{image.oci}")
     assert res.returncode == 2 and res.stderr.startswith("prov: error:")
     assert len(res.stderr.strip().splitlines()) == 1
