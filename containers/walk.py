@@ -87,7 +87,7 @@ class FileView:
         """A wanted file's (layer, bytes), following symlinks inside the root."""
         real = self.resolve(path)
         if real is None:
-            raise ImageError(f"/{path}: symlink escapes the image root; refused")
+            raise ImageError(f"/{path}: symlink escapes the image root (or loops); refused")
         return self.files.get(real)
 
 
@@ -108,7 +108,10 @@ def _delete(view: FileView, whiteouts: set[str], opaque: set[str]) -> None:
         for d in (view.files, view.names, view.links):
             for key in [k for k in d if _under(k, whiteouts)]:
                 del d[key]
-    if opaque:
+    if "" in opaque:  # an opaque root: nothing of the lower layers remains
+        for d in (view.files, view.names, view.links):
+            d.clear()
+    elif opaque:
         for d in (view.files, view.names, view.links):
             for key in [k for k in d if "/" in k and _under(k.rsplit("/", 1)[0], opaque)]:
                 del d[key]

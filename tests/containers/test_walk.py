@@ -101,3 +101,13 @@ def test_compressions_are_sniffed(codec: str) -> None:
     from containers.digest import sha256_of
 
     assert seen == {"c": codec, "d": sha256_of(layer)}
+
+
+def test_opaque_root_and_symlink_loop() -> None:
+    view = _walk(_tar(("a", b"1"), ("d/b", b"2")), _tar((".wh..wh..opq", b""), ("c", b"3")))
+    assert sorted(view.files) == ["c"]
+    loop = _walk(_tar(("x", "->y"), ("y", "->x")))
+    from containers.errors import ImageError
+
+    with pytest.raises(ImageError, match="loops"):
+        loop.read("x")
