@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -99,7 +100,7 @@ class ImageScan:
             if li.size is not None:
                 entry["size"] = li.size
             if li.created_by:
-                entry["created_by"] = redact_argv([li.created_by])[0]
+                entry["created_by"] = redact_command(li.created_by)
             if li.created:
                 entry["created"] = li.created
             layers[str(li.index)] = entry
@@ -148,6 +149,24 @@ class ImageScan:
                 entry["fingerprint"] = f["fingerprint"]
             out[f"python:{name}"] = entry
         return out
+
+
+def redact_command(text: str) -> str:
+    """A build command with secrets redacted word by word (`--token X`, `KEY=value` with a
+    secret-looking name, credentials in URLs), its spacing kept."""
+    from provenance.redact import redact_argv, redact_value
+
+    parts = re.split(r"(\s+)", text)
+    words = [p for p in parts[::2]]
+    clean = redact_argv(words)
+    out = []
+    for word, red in zip(words, clean, strict=True):
+        name, eq, value = word.partition("=")
+        if eq and name.isidentifier():  # an env assignment: keep the name
+            red = f"{name}={redact_value(name, value)}"
+        out.append(red)
+    parts[::2] = out
+    return "".join(parts)
 
 
 def _history(config: dict[str, Any], n_layers: int) -> list[dict[str, Any]]:
