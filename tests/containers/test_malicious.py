@@ -270,3 +270,36 @@ def test_resolver_refuses_a_cycle_it_is_served() -> None:
 
     with pytest.raises(ImageError, match="refers to itself"):
         resolve(Served(), index(a), None, "test", "linux/amd64")
+
+
+def _archive(tmp: Path, manifest: bytes, extra: dict[str, bytes] | None = None) -> Path:
+    out = tmp / "bad.tar"
+    with tarfile.open(out, "w") as tf:
+        for name, data in {"manifest.json": manifest, **(extra or {})}.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tf.addfile(info, io.BytesIO(data))
+    return out
+
+
+def test_docker_archive_malformed_manifest_json(tmp_path: Path) -> None:
+    _scan_refused(tmp_path, f"docker-archive:{_archive(tmp_path, b'[{')}", "malformed JSON")
+
+
+def test_docker_archive_layer_name_traversal(tmp_path: Path) -> None:
+    layer = _tar([_file("etc/os-release", OS_RELEASE)])
+    config = image_config([layer], ["x"], [])
+    manifest = json.dumps(
+        [{"Config": "c.json", "RepoTags": [], "Layers": ["../../../etc/passwd"]}]
+    ).encode()
+    path = _archive(tmp_path, manifest, {"c.json": config})
+    _scan_refused(tmp_path, f"docker-archive:{path}", "path traversal")
+
+
+def test_docker_archive_layer_not_matching_diff_id(tmp_path: Path) -> None:
+    layer = _tar([_file("etc/os-release", OS_RELEASE)])
+    other = _tar([_file("etc/os-release", b"ID=evil\n")])
+    config = image_config([layer], ["x"], [])
+    manifest = json.dumps([{"Config": "c.json", "Layers": ["l/layer.tar"]}]).encode()
+    path = _archive(tmp_path, manifest, {"c.json": config, "l/layer.tar": other})
+    _scan_refused(tmp_path, f"docker-archive:{path}", "digest mismatch")
