@@ -81,7 +81,9 @@ def open_daemon(source: str, value: str, platform: str | None) -> Opened:
     opened.repo_digests = repo_digests
     if repo_digests:
         # the registry's manifest digest; prefer the repository the user named
-        wanted = value.split("@")[0].rsplit(":", 1)[0] if "/" in value or ":" in value else value
+        wanted = value.split("@")[0]
+        if ":" in wanted.rsplit("/", 1)[-1]:  # a tag, not a registry port
+            wanted = wanted.rsplit(":", 1)[0]
         chosen = next((d for d in repo_digests if d.split("@")[0] == wanted), repo_digests[0])
         opened.reference = chosen
     opened.resolved.manifest_synthesized = True
