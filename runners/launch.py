@@ -1,0 +1,74 @@
+"""Start engine workers as separate processes, standalone or under the `prov exec` supervisor.
+
+The interpreter for a vLLM worker may differ from ours (vLLM lives in its own venv): it comes
+from the spec's `python=` option, else PROV_VLLM_PYTHON, else this interpreter.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from runners.engines import EngineConfig
+
+ROOT = Path(__file__).resolve().parent.parent
+VLLM_ENV = {
+    "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
+    "VLLM_NO_USAGE_STATS": "1",
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "VLLM_CPU_KVCACHE_SPACE": "1",
+}
+
+
+class LaunchError(RuntimeError):
+    """A worker process failed."""
+
+
+@dataclass
+class Launched:
+    returncode: int
+    run_id: str | None = None
+    record: dict[str, Any] = field(default_factory=dict)
+    stderr_tail: str = ""
+
+
+class Launcher(Protocol):
+    def __call__(self, argv: list[str], *, name: str, env: dict[str, str],
+                 outputs: tuple[Path, ...]) -> Launched: ...
+
+
+def worker_python(config: EngineConfig) -> str:
+    if config.get("python"):
+        return str(config.get("python"))
+    if config.engine == "vllm" and os.environ.get("PROV_VLLM_PYTHON"):
+        return os.environ["PROV_VLLM_PYTHON"]
+    return sys.executable
+
+
+def worker_env(config: EngineConfig) -> dict[str, str]:
+    """Extra environment: our package on the path (a vLLM venv does not have prov installed)."""
+    env = {"PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    if config.engine == "vllm":
+        env.update({k: os.environ.get(k, v) for k, v in VLLM_ENV.items()})
+    return env
+
+
+def worker_argv(config: EngineConfig, model: Path, tokens: Path, out: Path,
+                block: int) -> list[str]:
+    spec = config.spec
+    return [worker_python(config), "-m", "runners.worker", "--engine", spec,
+            "--model", str(model), "--tokens", str(tokens), "--out", str(out),
+            "--block", str(block)]
+
+
+def standalone(argv: list[str], *, name: str, env: dict[str, str],
+               outputs: tuple[Path, ...] = ()) -> Launched:
+    """Run the worker as a plain child process (no run record)."""
+    proc = subprocess.run(argv, env={**os.environ, **env}, capture_output=True, text=True,
+                          cwd=ROOT)
+    return Launched(proc.returncode, stderr_tail=proc.stderr[-2000:])
