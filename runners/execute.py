@@ -26,13 +26,13 @@ class WorkerRun:
 
 def execute(config: EngineConfig, prep: Prepared, workdir: Path, name: str, block: int,
             launcher: Launcher = standalone) -> WorkerRun:
-    workdir = Path(workdir)
+    workdir = Path(workdir).resolve()  # the worker runs in another cwd
     workdir.mkdir(parents=True, exist_ok=True)
     tokens = workdir / "ids.npy"
     if not tokens.exists():
         np.save(tokens, prep.ids)
     out = workdir / name
-    argv = worker_argv(config, prep.model, tokens, out, block)
+    argv = worker_argv(config, Path(prep.model).resolve(), tokens, out, block)
     done = launcher(argv, name=name, env=worker_env(config),
                     outputs=(out / "scores.npz", out / "run.json"))
     if done.returncode != 0:

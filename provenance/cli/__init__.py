@@ -22,7 +22,7 @@ app = typer.Typer(
 )
 
 # Registration: each module adds its commands to `app`.
-from provenance.cli import diff_cmd, snapshot_cmd, verify_cmd  # noqa: E402,F401
+from provenance.cli import demo_cmd, diff_cmd, run_cmd, snapshot_cmd, verify_cmd  # noqa: E402,F401,E501
 
 
 def main() -> None:

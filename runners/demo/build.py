@@ -89,7 +89,7 @@ def build_model(out_dir: Path, text: str, steps: int, seed: int = 0) -> dict:
             else None, "loss_last": losses[-1] if losses else None}
 
 
-def build(out_dir: Path, steps: int = 150) -> Path:
+def build(out_dir: Path, steps: int = 120) -> Path:
     """Build into out_dir atomically (temp dir + rename); return out_dir."""
     out_dir = Path(out_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
@@ -111,7 +111,7 @@ def build(out_dir: Path, steps: int = 150) -> Path:
     return out_dir
 
 
-def ensure(out_dir: Path, steps: int = 150) -> Path:
+def ensure(out_dir: Path, steps: int = 120) -> Path:
     """The built model at out_dir, building it if missing or from another recipe."""
     marker = Path(out_dir) / "prov-demo.json"
     if marker.exists():
