@@ -116,7 +116,8 @@ def ensure(out_dir: Path, steps: int = 120) -> Path:
     marker = Path(out_dir) / "prov-demo.json"
     if marker.exists():
         try:
-            if json.loads(marker.read_text()).get("recipe") == RECIPE:
+            info = json.loads(marker.read_text())
+            if info.get("recipe") == RECIPE and info.get("steps") == steps:
                 return Path(out_dir)
         except ValueError:
             pass
