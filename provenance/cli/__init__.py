@@ -22,13 +22,24 @@ app = typer.Typer(
 )
 
 # Registration: each module adds its commands to `app`.
-from provenance.cli import demo_cmd, diff_cmd, run_cmd, snapshot_cmd, verify_cmd  # noqa: E402,F401,E501
+from provenance.cli import (  # noqa: E402,F401
+    compare_cmd,
+    demo_cmd,
+    diff_cmd,
+    exec_cmd,
+    run_cmd,
+    runs_cmd,
+    snapshot_cmd,
+    store_cmd,
+    verify_cmd,
+)
 
 
 def main() -> None:
     """Entry point: user errors print one line; unexpected ones too, unless PROV_DEBUG=1."""
     try:
-        app(standalone_mode=False)
+        # Without standalone mode click returns typer.Exit's code instead of exiting.
+        code = app(standalone_mode=False)
     except ProvError as exc:
         print(f"prov: error: {exc}", file=sys.stderr)
         sys.exit(exc.exit_code)
@@ -57,3 +68,4 @@ def main() -> None:
             file=sys.stderr,
         )
         sys.exit(70)
+    sys.exit(code if isinstance(code, int) else 0)
