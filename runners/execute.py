@@ -33,8 +33,9 @@ def execute(config: EngineConfig, prep: Prepared, workdir: Path, name: str, bloc
         np.save(tokens, prep.ids)
     out = workdir / name
     argv = worker_argv(config, Path(prep.model).resolve(), tokens, out, block)
+    params = {"engine": config.engine, **{k: v for k, v in config.options if k != "python"}}
     done = launcher(argv, name=name, env=worker_env(config),
-                    outputs=(out / "scores.npz", out / "run.json"))
+                    outputs=(out / "scores.npz", out / "run.json"), params=params)
     if done.returncode != 0:
         tail = done.stderr_tail.strip().splitlines()[-1:] or ["(no output)"]
         raise LaunchError(f"{name} ({config.spec}) exited {done.returncode}: {tail[0]}")

@@ -39,7 +39,7 @@ class Launched:
 
 class Launcher(Protocol):
     def __call__(self, argv: list[str], *, name: str, env: dict[str, str],
-                 outputs: tuple[Path, ...]) -> Launched: ...
+                 outputs: tuple[Path, ...], params: dict[str, Any]) -> Launched: ...
 
 
 def worker_python(config: EngineConfig) -> str:
@@ -67,8 +67,37 @@ def worker_argv(config: EngineConfig, model: Path, tokens: Path, out: Path,
 
 
 def standalone(argv: list[str], *, name: str, env: dict[str, str],
-               outputs: tuple[Path, ...] = ()) -> Launched:
-    """Run the worker as a plain child process (no run record)."""
+               outputs: tuple[Path, ...] = (), params: dict[str, Any] | None = None) -> Launched:
+    """Run the worker as a plain child process (no run record, no gate possible)."""
     proc = subprocess.run(argv, env={**os.environ, **env}, capture_output=True, text=True,
                           cwd=ROOT)
     return Launched(proc.returncode, stderr_tail=proc.stderr[-2000:])
+
+
+def supervised(store: Any = None, stream: bool = False) -> Launcher:
+    """A launcher that runs each worker through the `prov exec` supervisor, so every engine
+    run has its manifest, record, logs, hashed outputs and the runtime facts it resolved."""
+
+    def launch(argv: list[str], *, name: str, env: dict[str, str],
+               outputs: tuple[Path, ...] = (), params: dict[str, Any] | None = None) -> Launched:
+        from runners.supervisor import run_supervised
+
+        res = run_supervised(argv, name=name, outputs=tuple(str(o) for o in outputs),
+                             env_extra=env, stream=stream, store=store,
+                             params=dict(params or {}), cwd=ROOT)
+        tail = ""
+        if res.exit_status != 0:
+            tail = _stored_log(store, res.record, "stderr")
+        return Launched(res.exit_status, res.run_id, res.record, tail)
+
+    return launch
+
+
+def _stored_log(store: Any, record: dict[str, Any], label: str) -> str:
+    try:
+        from provenance.store import open_store
+
+        digest = record["logs"][label]["digest"]
+        return (store or open_store()).get_bytes(digest).decode("utf-8", "replace")[-2000:]
+    except Exception as exc:  # the log is a courtesy for the error message
+        return f"(no {label}: {exc})"

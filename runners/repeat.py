@@ -6,6 +6,7 @@ first run, with the largest absolute difference of the scores in that block.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -80,10 +81,14 @@ def repeat_card(config: EngineConfig, prep: Prepared, runs: list[WorkerRun],
 
 
 def run_repeat(config: EngineConfig, prep: Prepared, n: int, workdir: Path, result: Path,
-               block: int = 256, launcher: Launcher = standalone) -> RepeatOutcome:
+               block: int = 256, launcher: Launcher = standalone,
+               check: Callable[[WorkerRun, WorkerRun], dict] | None = None) -> RepeatOutcome:
+    """`check` (the gate, nothing varied) confirms each repeat ran in run 0's environment."""
     if n < 2:
         raise ValueError("a repeatability check needs n >= 2")
     runs = [execute(config, prep, workdir, f"run{i}", block, launcher) for i in range(n)]
+    comparisons = [check(runs[0], r) for r in runs[1:]] if check else \
+        [{"gate": "not run (standalone)"}]
     verdict = compare_runs(runs, block)
     meta = {
         "engines": [config.to_json()],
@@ -94,6 +99,7 @@ def run_repeat(config: EngineConfig, prep: Prepared, n: int, workdir: Path, resu
         "positions": {"n_tokens": int(len(prep.ids)), "scored": int(len(prep.ids) - 1),
                       "block": block},
         "summary": verdict,
+        "comparisons": comparisons,
         "runs": [{"run_id": r.run_id, "digests": r.meta["digests"],
                   "seconds": r.meta["seconds"]} for r in runs],
         "notes": runs[0].meta.get("notes", []),

@@ -4,8 +4,7 @@ and let each run go through the `prov exec` supervisor.
 
 Writes OUT/scores.npz (scores, ids, final_hidden when available) and OUT/run.json (engine
 configuration, runtime facts read from the engine, per-block digests). When PROV_RUN_DIR is
-set (run under `prov exec`), the runtime facts are also written to PROV_RUN_DIR/runtime.json
-so the run record can carry them.
+set (run under `prov exec`), the runtime facts are added to the run's manifest (runfacts).
 """
 
 from __future__ import annotations
@@ -50,10 +49,12 @@ def run(spec: str, model: str, tokens: Path, out: Path, block: int) -> dict:
     }
     write_bytes(out / "scores.npz", npz_bytes(arrays))
     write_bytes(out / "run.json", json.dumps(meta, indent=1, sort_keys=True).encode())
-    run_dir = os.environ.get("PROV_RUN_DIR")
-    if run_dir:
-        write_bytes(Path(run_dir) / "runtime.json",
-                    json.dumps({"runtime": meta["runtime"]}, sort_keys=True).encode())
+    if os.environ.get("PROV_RUN_DIR"):
+        # under `prov exec`: the resolved runtime joins the run's manifest, where the gate
+        # and its presets (attention-backend, kv-cache-dtype, dtype) see it
+        from runners.runfacts import add_run_facts
+
+        add_run_facts({"runtime": meta["runtime"]})
     return meta
 
 

@@ -105,6 +105,8 @@ def repeat(
     block: int = typer.Option(256, help="positions per digest block"),
     workdir: Path = typer.Option(None, help="where worker outputs go (default: OUT/../.work)"),
     as_json: bool = typer.Option(False, "--json", help="print the summary as JSON"),
+    standalone: bool = typer.Option(False, "--standalone",
+                                    help="plain child processes: no run records, no gate"),
 ) -> None:
     """Run one configuration N times and check the results are bit-identical."""
     from provenance.cli.output import console, print_json
@@ -117,7 +119,8 @@ def repeat(
     out = out or _default_out("repeat")
     work = workdir or out.parent / f".{out.name}.work"
     try:
-        res = api.run_repeat(cfg, prep, n, work, out, block=block, launcher=_launcher())
+        res = api.run_repeat(cfg, prep, n, work, out, block=block,
+                             launcher=_launcher(standalone), check=_gate([], None, standalone))
     except (api.LaunchError, api.EngineError, api.DisclosureError) as exc:
         raise ProvError(str(exc), 3) from exc
     if as_json:
@@ -139,8 +142,15 @@ def diverge(
     gap: int = typer.Option(8, help="merge disagreements closer than this into one cluster"),
     workdir: Path = typer.Option(None, help="where worker outputs go"),
     as_json: bool = typer.Option(False, "--json", help="print the summary as JSON"),
+    standalone: bool = typer.Option(False, "--standalone",
+                                    help="plain child processes: no run records, no gate"),
 ) -> None:
-    """Compare a candidate configuration with a reference on the same token ids."""
+    """Compare a candidate configuration with a reference on the same token ids.
+
+    Each engine run goes through the `prov exec` supervisor; the two runs must pass the
+    comparison gate (anything that differs must be declared with --vary, e.g.
+    --vary attention-backend) before any figure is computed.
+    """
     from provenance.cli.output import console, print_json
     from runners import api
 
@@ -149,8 +159,8 @@ def diverge(
     out = out or _default_out("diverge")
     work = workdir or out.parent / f".{out.name}.work"
     try:
-        res = api.run_diverge(ref_cfg, cand_cfg, prep, work, out, launcher=_launcher(),
-                              gap=gap, check=_gate(vary))
+        res = api.run_diverge(ref_cfg, cand_cfg, prep, work, out, launcher=_launcher(standalone),
+                              gap=gap, check=_gate(vary, None, standalone))
     except (api.LaunchError, api.EngineError, api.DisclosureError) as exc:
         raise ProvError(str(exc), 3) from exc
     if as_json:
@@ -159,12 +169,59 @@ def diverge(
         render_diverge(res.summary, ref_cfg.spec, cand_cfg.spec, res.result_path, console())
 
 
-def _launcher():
+def _launcher(standalone: bool = False, store=None):
     from runners import api
 
-    return api.standalone
+    if standalone:
+        return api.standalone
+    from runners.launch import supervised
+
+    return supervised(store=store)
 
 
-def _gate(vary: list[str]):
-    """The comparison gate over the two runs' records (wired once `prov exec` is merged)."""
-    return None
+def _gate(vary: list[str], store=None, standalone: bool = False):
+    """The comparison gate over the two runs' manifests, before any figure is computed.
+
+    Refuses (exit 3, a table of every differing identity key) unless each difference is
+    covered by a --vary; a passing comparison is recorded in the store like `prov compare`.
+    """
+    if standalone:
+        return None
+
+    def check(ref, cand) -> dict[str, Any]:
+        from provenance import __version__
+        from provenance.cli.diff_cmd import render_changes
+        from provenance.cli.output import console
+        from provenance.gate import common_libraries, gate, load_config, with_loaded_libraries
+        from provenance.resolve import resolve
+        from provenance.store import open_store
+        from provenance.store.records import now_iso
+
+        st = store or open_store()
+        ra, rb = resolve(ref.run_id, st), resolve(cand.run_id, st)
+        la, lb = common_libraries(ra.run.record.get("loaded_libraries") or [],
+                                  rb.run.record.get("loaded_libraries") or [])
+        ma = with_loaded_libraries(ra.manifest, la)
+        mb = with_loaded_libraries(rb.manifest, lb)
+        config = load_config()
+        result = gate(ma, mb, list(vary), config)
+        doc = result.to_json()
+        if not result.ok:
+            err = console(stderr=True)
+            render_changes(f"REFUSED: {len(result.refused)} identity key(s) differ and no "
+                           "--vary covers them", result.refused, err)
+            keys = [c.key for c in result.refused]
+            shown = ", ".join(keys[:8]) + (f" (+{len(keys) - 8} more)" if len(keys) > 8 else "")
+            raise ProvError(
+                f"refused: runs {ref.run_id} and {cand.run_id} differ in {len(keys)} identity "
+                f"key(s) not covered by --vary {' '.join(vary) or '(none)'}: {shown}", 3)
+        record = {"a": ra.describe(), "b": rb.describe(), "vary": list(vary),
+                  "config": config.source, "created_at": now_iso(),
+                  "prov_version": __version__, **doc}
+        return {"gate": "passed", "comparison_record": st.put_comparison(record),
+                "vary": list(vary),
+                "varied_keys": {spec: sorted(v["keys"]) for spec, v in doc["varied"].items()},
+                "ignored_keys": sorted(doc["ignored"]), "identical": doc["identical"],
+                "loaded_libraries_compared": len(la)}
+
+    return check

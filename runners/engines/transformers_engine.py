@@ -123,20 +123,20 @@ class TransformersEngine:
             "engine": "transformers",
             "transformers_version": transformers.__version__,
             "torch_version": torch.__version__,
-            "attn_implementation": {"requested": attn, "resolved": resolved},
-            "dtype": {"requested": dtype_name, "resolved": param_dtype},
-            "logits_dtype": str(out.logits.dtype).removeprefix("torch."),
+            # named attention_backend so the gate's attention-backend preset covers it
+            "attention_backend": {"requested": attn, "resolved": resolved},
+            "dtype": {"requested": dtype_name, "resolved": param_dtype,
+                      "logits": str(out.logits.dtype).removeprefix("torch.")},
             "device": device,
             "kv_cache": {"dtype": "none", "note": "single forward pass, use_cache=False"},
             "num_threads": torch.get_num_threads(),
         }
         if attn == "sdpa":
-            runtime["sdpa_kernel"] = {
-                "forced": kernel or "none",
-                "resolved": sorted(recorder.choices) or ["unavailable: no sdpa call seen"],
-            }
+            kern = {"forced": kernel or "none",
+                    "resolved": sorted(recorder.choices) or ["unavailable: no sdpa call seen"]}
             if recorder.errors:
-                runtime["sdpa_kernel"]["probe_errors"] = sorted(recorder.errors)
+                kern["probe_errors"] = sorted(recorder.errors)
+            runtime["attention_backend"]["sdpa_kernel"] = kern
         return ScoreOutput(
             scores=logits.float().cpu().numpy(),
             kind="logits",

@@ -21,8 +21,9 @@ def test_same_implementation_repeats_bit_identical(prepared, tmp_path):
     assert np.array_equal(a.scores, b.scores)
     assert a.meta["digests"] == b.meta["digests"]
     rt = a.meta["runtime"]["transformers"]
-    assert rt["attn_implementation"] == {"requested": "sdpa", "resolved": "sdpa"}
-    assert rt["sdpa_kernel"]["resolved"] and "unavailable" not in rt["sdpa_kernel"]["resolved"][0]
+    assert rt["attention_backend"]["resolved"] == "sdpa"
+    kern = rt["attention_backend"]["sdpa_kernel"]["resolved"]
+    assert kern and "unavailable" not in kern[0]
     doc, _ = read_result(out.result_path)
     assert doc["summary"]["verdict"] == "bit-identical"
 
@@ -33,8 +34,8 @@ def test_eager_vs_sdpa_differ_and_analysis_matches_scipy(prepared, tmp_path, dty
     cand_cfg = EngineConfig.parse(f"transformers:attn=sdpa,dtype={dtype}")
     out = run_diverge(ref_cfg, cand_cfg, prepared, tmp_path / "work", tmp_path / "res")
     ref, cand = out.ref.scores, out.cand.scores
-    assert out.ref.meta["runtime"]["transformers"]["attn_implementation"]["resolved"] == "eager"
-    assert out.cand.meta["runtime"]["transformers"]["attn_implementation"]["resolved"] == "sdpa"
+    assert out.ref.meta["runtime"]["transformers"]["attention_backend"]["resolved"] == "eager"
+    assert out.cand.meta["runtime"]["transformers"]["attention_backend"]["resolved"] == "sdpa"
     # not bit-identical: the attention implementations round differently
     assert not np.array_equal(ref, cand)
     assert out.ref.meta["digests"]["logits"] != out.cand.meta["digests"]["logits"]
