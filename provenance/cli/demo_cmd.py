@@ -7,6 +7,7 @@ sdpa in float32 and bfloat16 (how far apart?).
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -40,13 +41,17 @@ def demo(
     con.print(f"[bold]model[/bold] {model}  ({built:.1f} s)")
     prep = api.prepare(model, model / "eval.txt", max_tokens)
     res_dir = workdir / "results"
-    launcher = _launcher()
+    from provenance.store import open_store
+
+    # every engine run is a recorded `prov exec` run; the demo keeps its own store
+    store = open_store(os.environ.get("PROV_STORE") or workdir / "store")
+    launcher = _launcher(store=store)
     figures: dict = {"model": str(model), "model_digest": prep.model_digest,
                      "tokens": int(len(prep.ids)), "build_seconds": round(built, 1)}
     try:
         rep = api.run_repeat(api.EngineConfig.parse("transformers:attn=sdpa"), prep, 2,
                              res_dir / ".work-repeat", res_dir / "repeat-sdpa",
-                             launcher=launcher)
+                             launcher=launcher, check=_gate([], store))
         if not as_json:
             render_repeat(rep.verdict, "transformers:attn=sdpa", 2, rep.result_path, con)
         figures["repeat"] = rep.verdict
@@ -55,7 +60,7 @@ def demo(
             cand = api.EngineConfig.parse(f"transformers:attn=sdpa,dtype={dtype}")
             div = api.run_diverge(ref, cand, prep, res_dir / f".work-{dtype}",
                                   res_dir / f"diverge-eager-sdpa-{dtype}", launcher=launcher,
-                                  check=_gate(["attention-backend"]))
+                                  check=_gate(["attention-backend"], store))
             if not as_json:
                 render_diverge(div.summary, ref.spec, cand.spec, div.result_path, con)
             s = div.summary
@@ -67,6 +72,7 @@ def demo(
     except (api.LaunchError, api.EngineError, api.DisclosureError) as exc:
         raise ProvError(str(exc), 3) from exc
     figures["seconds"] = round(time.time() - t0, 1)
+    figures["store"] = str(store.root)
     if as_json:
         print_json(figures)
     else:
