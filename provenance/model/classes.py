@@ -5,8 +5,9 @@ context:  true but not numerics-relevant (hostnames, paths, clocks, timestamps, 
 redacted: a secret; its presence is recorded, its value never is.
 
 Patterns are matched against key segments: `*` matches one segment, `**` any number
-(including none), and a segment such as `PIP_*` is a shell-style glob within one segment. The first matching row wins; a leaf no row matches is identity, so a
-new fact is comparable by default rather than silently ignored.
+(including none), and a segment such as `PIP_*` is a shell-style glob within one segment.
+The first matching row wins; a leaf no row matches is identity, so a new fact is
+comparable by default rather than silently ignored.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from provenance.model.keys import split_key
 REDACTED = "<redacted>"
 
 
-class LeafKind(str, enum.Enum):
+class LeafKind(enum.StrEnum):
     IDENTITY = "identity"
     CONTEXT = "context"
     REDACTED = "redacted"
