@@ -64,3 +64,21 @@ def test_refuses_unknown_options():
         EngineConfig.parse("transformers:attention=eager")
     with pytest.raises(EngineError, match="dtype"):
         EngineConfig.parse("transformers:dtype=float8")
+
+
+def test_full_logits_rebuild_exactly_from_stored_hidden_and_head(prepared, demo_model, tmp_path):
+    import hashlib
+
+    import torch
+    from safetensors.numpy import load_file
+
+    ref_cfg = EngineConfig.parse("transformers:attn=eager")
+    cand_cfg = EngineConfig.parse("transformers:attn=eager,dtype=bfloat16")
+    out = run_diverge(ref_cfg, cand_cfg, prepared, tmp_path / "work", tmp_path / "res")
+    doc, arrays = read_result(out.result_path)
+    head = load_file(str(demo_model / "model.safetensors"))["lm_head.weight"]
+    assert "sha256:" not in doc["output_head_digest"]
+    assert hashlib.sha256(head.tobytes()).hexdigest() == doc["output_head_digest"]
+    hidden = torch.from_numpy(arrays["ref_final_hidden"])[None]
+    rebuilt = torch.nn.functional.linear(hidden, torch.from_numpy(head))[0, :-1].numpy()
+    assert np.array_equal(rebuilt, out.ref.scores)  # bit for bit
