@@ -161,7 +161,7 @@ def diverge(
     try:
         res = api.run_diverge(ref_cfg, cand_cfg, prep, work, out, launcher=_launcher(standalone),
                               gap=gap, check=_gate(vary, None, standalone))
-    except (api.LaunchError, api.EngineError, api.DisclosureError) as exc:
+    except (api.LaunchError, api.EngineError, api.DisclosureError, ValueError) as exc:
         raise ProvError(str(exc), 3) from exc
     if as_json:
         print_json({"result": str(res.result_path), **res.summary})
