@@ -17,7 +17,7 @@ from pathlib import Path
 from runners.demo import corpus
 
 # Bump when anything below changes: the cache key of a built model.
-RECIPE = "demo-v1"
+RECIPE = "demo-v2"
 VOCAB_SIZE = 512
 EOS = "<|endoftext|>"
 CONFIG = dict(
@@ -67,6 +67,10 @@ def build_model(out_dir: Path, text: str, steps: int, seed: int = 0) -> dict:
     eos_id = tok.token_to_id(EOS)
     cfg = Qwen3Config(**CONFIG, bos_token_id=eos_id, eos_token_id=eos_id, pad_token_id=eos_id)
     cfg._attn_implementation = "sdpa"
+    # One thread: the same weights whatever the core count (reduction order), and no OpenMP
+    # barrier spinning on a shared machine (2 threads took 10x longer under load).
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
     torch.manual_seed(seed)
     model = Qwen3ForCausalLM(cfg).float()
     ids = torch.tensor(tok.encode(text).ids, dtype=torch.long)
@@ -83,6 +87,7 @@ def build_model(out_dir: Path, text: str, steps: int, seed: int = 0) -> dict:
         out.loss.backward()
         opt.step()
         losses.append(float(out.loss.detach()))
+    torch.set_num_threads(threads)
     model.eval()
     model.save_pretrained(str(out_dir), safe_serialization=True)
     return {"train_tokens": int(len(ids)), "steps": steps, "loss_first": losses[0] if losses
