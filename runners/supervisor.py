@@ -328,7 +328,10 @@ def run_supervised(
         "command": redact_argv(argv),
         "cwd": str(workdir),
         "tags": {str(k): redact_value(str(k), str(v)) for k, v in (tags or {}).items()},
-        "params": dict(params or {}),
+        "params": {
+            str(k): redact_value(str(k), v) if isinstance(v, str) else v
+            for k, v in (params or {}).items()
+        },
         "started_at": now_iso(),
         "manifest": manifest_obj,
         "manifest_digest": snap.manifest_digest,

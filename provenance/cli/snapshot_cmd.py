@@ -108,14 +108,15 @@ def snapshot(
     manifest, warnings = take_snapshot(SnapshotOptions(python=python, verify_files=verify_files))
     digest = manifest.digest()
     stored = None
+    text = manifest.to_json() if as_json or out is None else None
     if out is not None:
         manifest.write(out, fmt)
     else:  # kept in the run store, so `prov diff`/`prov compare` can name it by digest
         from provenance.store import open_store
 
-        stored = open_store().put_manifest(manifest)
+        stored = open_store().put_manifest(manifest, text=text, digest=digest)
     if as_json:
-        sys.stdout.write(manifest.to_json())
+        sys.stdout.write(text)
     from provenance.cli.output import plain_rows
 
     rows = summary_lines(manifest.facts, digest)

@@ -66,7 +66,7 @@ def _hash_file(path) -> tuple[str, bytes | None, int]:
 
 def _mtime_iso(path) -> str:
     ts = path.stat().st_mtime
-    return dt.datetime.fromtimestamp(ts, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return dt.datetime.fromtimestamp(ts, dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def scan(store) -> Scan:

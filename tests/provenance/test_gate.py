@@ -266,3 +266,28 @@ def test_package_installed_during_the_run_is_flagged_as_drift(penv, tmp_path):
     assert keys["python.packages.provtestpkg.version"]["b"] == pip_version(site)
     assert any("environment changed" in w for w in rec["warnings"])
     assert os.path.isdir(site / "provtestpkg")
+
+
+def test_cli_compare_manifest_files_and_bad_input(penv, tmp_path):
+    a, b = tmp_path / "a.toml", tmp_path / "b.json"
+    assert prov("snapshot", "--out", str(a), env=penv).returncode == 0
+    env_b = {**penv, "OMP_NUM_THREADS": "3"}
+    assert prov("snapshot", "--out", str(b), "--format", "json", env=env_b).returncode == 0
+    refused = prov("compare", str(a), str(b), "--json", env=penv)
+    assert refused.returncode == 3
+    doc = json.loads(refused.stdout)
+    assert set(doc["refused"]) == {"env.OMP_NUM_THREADS"} and "record" not in doc
+    ok = prov("compare", str(a), str(b), "--vary", "env.OMP_*", "--json", env=penv)
+    assert ok.returncode == 0, ok.stderr
+    rec = json.loads(ok.stdout)["record"]
+    from provenance.store import open_store
+
+    store = open_store(penv["PROV_STORE"])
+    saved = store.get_json(rec)
+    # the files' manifests were stored, so the comparison never points outside the store
+    assert store.load_manifest(saved["a"]["manifest"]).digest() == saved["a"]["manifest_digest"]
+    assert saved["b"]["type"] == "file" and saved["b"]["ref"] == str(b)
+    bad = prov("compare", str(a), "nonexistent-ref", env=penv)
+    assert bad.returncode == 2 and b"Traceback" not in bad.stderr
+    bad2 = prov("compare", str(a), str(b), "--vary", "env.", env=penv)
+    assert bad2.returncode == 2 and b"not a preset or dotted key" in bad2.stderr
