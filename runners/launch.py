@@ -15,7 +15,6 @@ from typing import Any, Protocol
 
 from runners.engines import EngineConfig
 
-ROOT = Path(__file__).resolve().parent.parent
 VLLM_ENV = {
     "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
     "VLLM_NO_USAGE_STATS": "1",
@@ -51,11 +50,35 @@ def worker_python(config: EngineConfig) -> str:
 
 
 def worker_env(config: EngineConfig) -> dict[str, str]:
-    """Extra environment: our package on the path (a vLLM venv does not have prov installed)."""
-    env = {"PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    """Extra environment for a worker. An interpreter other than ours (a vLLM venv) does not
+    have prov installed: it gets a path entry holding only the `runners` package, never our
+    site-packages (whose torch/transformers would shadow the venv's own)."""
+    env: dict[str, str] = {}
+    # abspath, not realpath: two venvs share one base interpreter behind their symlinks
+    if os.path.abspath(worker_python(config)) != os.path.abspath(sys.executable):
+        env["PYTHONPATH"] = os.pathsep.join(
+            filter(None, [str(_runners_only_path()), os.environ.get("PYTHONPATH")]))
     if config.engine == "vllm":
         env.update({k: os.environ.get(k, v) for k, v in VLLM_ENV.items()})
     return env
+
+
+def _runners_only_path() -> Path:
+    """A directory whose only entry is a symlink to this `runners` package."""
+    import hashlib
+
+    pkg = Path(__file__).resolve().parent
+    key = hashlib.sha256(str(pkg).encode()).hexdigest()[:16]
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    base = cache / "prov" / "runners-path" / key
+    link = base / "runners"
+    if not link.is_symlink() or link.resolve() != pkg:
+        base.mkdir(parents=True, exist_ok=True)
+        tmp = base / f".runners-{os.getpid()}"
+        tmp.unlink(missing_ok=True)
+        tmp.symlink_to(pkg, target_is_directory=True)
+        os.replace(tmp, link)  # atomic: concurrent workers never see a half-made link
+    return base
 
 
 def worker_argv(config: EngineConfig, model: Path, tokens: Path, out: Path,
@@ -69,8 +92,7 @@ def worker_argv(config: EngineConfig, model: Path, tokens: Path, out: Path,
 def standalone(argv: list[str], *, name: str, env: dict[str, str],
                outputs: tuple[Path, ...] = (), params: dict[str, Any] | None = None) -> Launched:
     """Run the worker as a plain child process (no run record, no gate possible)."""
-    proc = subprocess.run(argv, env={**os.environ, **env}, capture_output=True, text=True,
-                          cwd=ROOT)
+    proc = subprocess.run(argv, env={**os.environ, **env}, capture_output=True, text=True)
     return Launched(proc.returncode, stderr_tail=proc.stderr[-2000:])
 
 
@@ -84,7 +106,7 @@ def supervised(store: Any = None, stream: bool = False) -> Launcher:
 
         res = run_supervised(argv, name=name, outputs=tuple(str(o) for o in outputs),
                              env_extra=env, stream=stream, store=store,
-                             params=dict(params or {}), cwd=ROOT)
+                             params=dict(params or {}))
         tail = ""
         if res.exit_status != 0:
             tail = _stored_log(store, res.record, "stderr")
