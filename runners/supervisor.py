@@ -157,34 +157,32 @@ def _owns_terminal() -> bool:
 
 
 class _Foreground:
-    """Hand the terminal to the command's process group (so it can read stdin and get ^C)."""
+    """Hand the terminal to the command's process group (so it can read stdin and get ^C).
 
-    def __init__(self) -> None:
-        self.fd: int | None = None
-        self.saved = 0
+    Whether prov owns the terminal is decided before the fork: by the time the parent gets
+    here the child may already have taken it (see _child_setup).
+    """
 
-    def give(self, pgid: int) -> None:
-        try:
-            if os.isatty(0) and os.tcgetpgrp(0) == os.getpgrp():
-                self.fd, self.saved = 0, os.getpgrp()
-                old = signal.signal(signal.SIGTTOU, signal.SIG_IGN)
-                try:
-                    os.tcsetpgrp(0, pgid)
-                finally:
-                    signal.signal(signal.SIGTTOU, old)
-        except OSError:
-            self.fd = None
+    def __init__(self, owned: bool) -> None:
+        self.fd: int | None = 0 if owned else None
+        self.saved = os.getpgrp()
 
-    def restore(self) -> None:
-        if self.fd is None:
-            return
+    def _set(self, pgid: int) -> None:
         old = signal.signal(signal.SIGTTOU, signal.SIG_IGN)
         try:
-            os.tcsetpgrp(self.fd, self.saved)
+            os.tcsetpgrp(0, pgid)
         except OSError:
             pass
         finally:
             signal.signal(signal.SIGTTOU, old)
+
+    def give(self, pgid: int) -> None:
+        if self.fd is not None:
+            self._set(pgid)
+
+    def restore(self) -> None:
+        if self.fd is not None:
+            self._set(self.saved)
 
 
 def _cpu_s(usage) -> float:
@@ -410,6 +408,7 @@ def _execute(
     warnings: list[str] = []
     out_w = store.objects.writer()
     err_w = store.objects.writer()
+    owns_terminal = _owns_terminal()
     try:
         proc = subprocess.Popen(
             argv,
@@ -418,7 +417,7 @@ def _execute(
             stderr=subprocess.PIPE,
             env=env,
             cwd=str(workdir),
-            preexec_fn=lambda parent=os.getpid(), fg=_owns_terminal(): _child_setup(parent, fg),
+            preexec_fn=lambda parent=os.getpid(), fg=owns_terminal: _child_setup(parent, fg),
             bufsize=0,
         )
     except OSError as exc:
@@ -439,11 +438,13 @@ def _execute(
 
     usage_at_spawn = resource.getrusage(resource.RUSAGE_SELF)
     spawned = time.time()
-    fg = _Foreground()
+    fg = _Foreground(owns_terminal)
     fg.give(proc.pid)
     handlers = _install_forwarding(proc.pid)
     try:
-        returncode, child_usage, sampler = _supervise(proc, out_w, err_w, stream, sample_libraries)
+        returncode, child_usage, sampler = _supervise(
+            proc, out_w, err_w, stream, sample_libraries, fg
+        )
     finally:
         _restore_handlers(handlers)
         fg.restore()
@@ -555,8 +556,27 @@ def _restore_handlers(old: dict[int, Any]) -> None:
         signal.signal(sig, handler)
 
 
-def _supervise(proc: subprocess.Popen, out_w, err_w, stream: bool, sample: bool):
-    """Pump output and sample libraries until the command has exited and its pipes drained."""
+def _suspend_with(pid: int, fg: _Foreground | None) -> None:
+    """The command was stopped (^Z): stop prov too, then resume both together."""
+    if fg is not None:
+        fg.restore()
+    os.kill(os.getpid(), signal.SIGSTOP)
+    # continued by the shell (`fg` or `bg`): the terminal goes back only if it is ours
+    if fg is not None and _owns_terminal():
+        fg.give(pid)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, signal.SIGCONT)
+
+
+def _supervise(
+    proc: subprocess.Popen, out_w, err_w, stream: bool, sample: bool, fg: _Foreground | None = None
+):
+    """Pump output and sample libraries until the command has exited and its pipes drained.
+
+    On a terminal (`fg` holds it) job control works as in a shell: when ^Z stops the command,
+    prov takes the terminal back and stops itself, so the user's shell sees the job stop;
+    on `fg` prov hands the terminal to the command again and continues it.
+    """
     from runners.loaded_libs import LibrarySampler
 
     assert proc.stdout is not None and proc.stderr is not None
@@ -588,15 +608,42 @@ def _supervise(proc: subprocess.Popen, out_w, err_w, stream: bool, sample: bool)
 
     def reap(block: bool) -> None:
         nonlocal status, usage, exited_at
+        if status is not None:
+            return
+        flags = 0 if block else os.WNOHANG
+        if job_control:
+            flags |= os.WUNTRACED
         try:
-            pid, st, ru = os.wait4(proc.pid, 0 if block else os.WNOHANG)
+            pid, st, ru = os.wait4(proc.pid, flags)
         except ChildProcessError:
             pid, st, ru = proc.pid, 0, None
-        if pid == proc.pid:
-            status = os.waitstatus_to_exitcode(st)
-            usage = ru
-            proc.returncode = status
-            exited_at = time.monotonic()
+        if pid != proc.pid:
+            return
+        if os.WIFSTOPPED(st):
+            _suspend_with(proc.pid, fg)
+            return
+        status = os.waitstatus_to_exitcode(st)
+        usage = ru
+        proc.returncode = status
+        exited_at = time.monotonic()
+
+    # SIGCHLD (through the wakeup fd) tells us the command stopped; pidfd only says it exited.
+    job_control = (
+        fg is not None
+        and fg.fd is not None
+        and (threading.current_thread() is threading.main_thread())
+    )
+    wake_r = wake_w = None
+    old_chld = old_wakeup = None
+    if job_control:
+        import socket
+
+        wake_r, wake_w = socket.socketpair()
+        wake_r.setblocking(False)
+        wake_w.setblocking(False)
+        old_chld = signal.signal(signal.SIGCHLD, lambda *_: None)
+        old_wakeup = signal.set_wakeup_fd(wake_w.fileno())
+        sel.register(wake_r, selectors.EVENT_READ, "chld")
 
     try:
         while True:
@@ -612,9 +659,19 @@ def _supervise(proc: subprocess.Popen, out_w, err_w, stream: bool, sample: bool)
             events = sel.select(timeout)
             moved = 0
             for key, _ in events:
+                if key.data == "chld":
+                    with contextlib.suppress(OSError):
+                        while wake_r.recv(4096):
+                            pass
+                    reap(block=False)
+                    continue
                 if key.data == "exit":
                     sel.unregister(pidfd)
-                    reap(block=True)
+                    if status is None:
+                        # exited: reap now (a stop is only reported through SIGCHLD)
+                        job_control_was, job_control = job_control, False
+                        reap(block=True)
+                        job_control = job_control_was
                     continue
                 t = key.data
                 moved += t.pump()
@@ -634,6 +691,11 @@ def _supervise(proc: subprocess.Popen, out_w, err_w, stream: bool, sample: bool)
         sel.close()
         if pidfd is not None:
             os.close(pidfd)
+        if job_control:
+            signal.set_wakeup_fd(old_wakeup)
+            signal.signal(signal.SIGCHLD, old_chld)
+            wake_r.close()
+            wake_w.close()
         proc.stdout.close()
         proc.stderr.close()
     return status if status is not None else 0, usage, sampler

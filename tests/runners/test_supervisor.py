@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -363,3 +364,45 @@ def test_on_a_terminal_the_command_reads_stdin_and_gets_ctrl_c(penv):
     assert os.waitstatus_to_exitcode(status) == 130
     rec = last_run(penv)
     assert rec["signal"] == "SIGINT" and rec["exit_status"] == 130
+
+
+def test_ctrl_z_stops_prov_with_the_command_and_fg_resumes_both(penv):
+    """Job control on a terminal: ^Z stops the command, and prov stops too (so a shell sees
+    the job stop, not a hung terminal); SIGCONT to prov (the shell's `fg`) resumes both."""
+    import pty
+    import select
+
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execve(
+            PROV,
+            [PROV, "exec", "-q", "--", "sh", "-c", "echo ready; read x; echo got:$x"],
+            penv,
+        )
+    buf = b""
+
+    def read_until(token: bytes) -> bool:
+        nonlocal buf
+        end = time.time() + 90
+        while token not in buf and time.time() < end:
+            if select.select([fd], [], [], 0.2)[0]:
+                try:
+                    buf += os.read(fd, 1024)
+                except OSError:
+                    break
+        return token in buf
+
+    try:
+        assert read_until(b"ready"), buf
+        os.write(fd, b"\x1a")  # ^Z
+        _, status = os.waitpid(pid, os.WUNTRACED)
+        assert os.WIFSTOPPED(status)  # prov itself stopped, as the shell's job would
+        os.kill(pid, signal.SIGCONT)
+        os.write(fd, b"again\n")
+        assert read_until(b"got:again"), buf
+        _, status = os.waitpid(pid, 0)
+    finally:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert last_run(penv)["exit_status"] == 0
