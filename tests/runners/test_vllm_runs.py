@@ -80,3 +80,25 @@ def test_vllm_refuses_to_label_a_backend_it_did_not_run(vllm_python, prepared, t
         run_repeat(_vllm(vllm_python, ",attention_backend=FLASH_ATTN"), prepared, 2,
                    tmp_path / "w", tmp_path / "r")
     assert not (tmp_path / "r").exists()
+
+
+def test_vllm_topk_gives_the_disclosed_truncated_estimate(vllm_python, prepared, tmp_path):
+    from runners.diverge import run_diverge
+
+    ref = EngineConfig.parse("transformers:attn=sdpa")
+    out = run_diverge(ref, _vllm(vllm_python, ",topk=8"), prepared, tmp_path / "w",
+                      tmp_path / "r")
+    doc, arrays = read_result(out.result_path)
+    assert out.cand.meta["full_vocab"] is False and arrays["truncated"].all()
+    assert doc["disclosure"]["vocabulary_truncation"].startswith("top-k")
+    # independent: the ids vLLM returned (its top-8 plus the actual token) and one bucket each
+    lp = special.log_softmax(out.ref.scores.astype(np.float64), axis=1)
+    lq = out.cand.scores.astype(np.float64)
+    kept = ~np.isnan(lq)
+    assert (kept.sum(axis=1) >= 8).all()
+    p = np.where(kept, np.exp(lp), 0.0)
+    q = np.where(kept, np.exp(np.where(kept, lq, 0.0)), 0.0)
+    head = np.where(kept, p * (lp - np.where(kept, lq, 0.0)), 0.0).sum(axis=1)
+    pr, qr = 1 - p.sum(axis=1), 1 - q.sum(axis=1)
+    tail = np.where(pr > 0, pr * np.log(np.maximum(pr, 1e-300) / np.maximum(qr, 1e-300)), 0.0)
+    assert np.max(np.abs(arrays["kl_ref_cand"] - (head + tail))) <= 1e-6
