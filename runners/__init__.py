@@ -1,4 +1,6 @@
-"""Runners: the exec supervisor, repeatability and divergence runners, engine adapters.
+"""Runners: the exec supervisor, repeatability and divergence runs, engine adapters, their
+analysis and results.
 
-torch and vLLM are imported lazily, inside the functions that need them, never here.
+Importing this package is cheap: torch, transformers and vLLM are imported only inside the
+engine adapters, in the worker process that runs them.
 """

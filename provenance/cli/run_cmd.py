@@ -1,0 +1,227 @@
+"""`prov run repeat` and `prov run diverge`: engine runs in worker processes, then analysis.
+
+torch, transformers and vLLM are imported only by the workers; this module imports runners
+lazily inside the commands so `prov --help` stays light.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from provenance.cli import app
+from provenance.errors import ProvError
+
+run_app = typer.Typer(help="Repeatability and divergence runs (transformers, vLLM).",
+                      no_args_is_help=True)
+app.add_typer(run_app, name="run")
+
+
+def _default_out(kind: str) -> Path:
+    return Path("prov-results") / f"{kind}-{time.strftime('%Y%m%d-%H%M%S')}"
+
+
+def _prepare(model: Path, text: Path, max_tokens: int):
+    from runners import api
+
+    if not (model / "config.json").is_file():
+        raise ProvError(f"{model}: not a model directory (no config.json)")
+    if not text.is_file():
+        raise ProvError(f"{text}: no such text file")
+    try:
+        return api.prepare(model, text, max_tokens)
+    except (OSError, ValueError) as exc:
+        raise ProvError(str(exc)) from exc
+
+
+def _config(spec: str):
+    from runners import api
+
+    try:
+        return api.EngineConfig.parse(spec)
+    except api.EngineError as exc:
+        raise ProvError(str(exc)) from exc
+
+
+def render_repeat(verdict: dict[str, Any], spec: str, runs: int, path: Path, con) -> None:
+    from rich.table import Table
+
+    t = Table(title=f"repeatability: {spec} x {runs}", show_header=False)
+    t.add_row("verdict", verdict["verdict"])
+    for k in ("layer", "block", "positions", "scores_max_abs_diff_in_block", "run"):
+        if k in verdict:
+            t.add_row(k, str(verdict[k]))
+    t.add_row("result", str(path))
+    con.print(t)
+
+
+def render_diverge(summary: dict[str, Any], ref: str, cand: str, path: Path, con) -> None:
+    from rich.table import Table
+
+    t = Table(title=f"divergence: {ref}  vs  {cand}")
+    t.add_column("figure")
+    t.add_column("value", justify="right")
+    ci = summary["ci"]
+    t.add_row("positions", str(summary["positions"]))
+    t.add_row("top-1 agreement", f"{summary['top1_agreement']:.4%}  "
+              f"[{ci['top1_agreement']['lo']:.4%}, {ci['top1_agreement']['hi']:.4%}]")
+    t.add_row("disagreements (near-ties)",
+              f"{summary['disagreements']} ({summary['near_tie_disagreements']})")
+    t.add_row("first disagreement", str(summary["first_disagreement"]))
+    kl = summary["kl_ref_cand"]
+    t.add_row("mean KL(ref||cand)", f"{kl['mean']:.3e}  [{ci['kl_ref_cand_mean']['lo']:.3e}, "
+              f"{ci['kl_ref_cand_mean']['hi']:.3e}]")
+    for p in ("max", "p99.9", "p99", "p95", "p90", "p50"):
+        t.add_row(f"KL(ref||cand) {p}", f"{kl[p]:.3e}")
+    t.add_row("mean KL(cand||ref)", f"{summary['kl_cand_ref']['mean']:.3e}")
+    t.add_row("RMS delta-p", f"{summary['delta_p']['rms']:.3e}")
+    t.add_row("self-KL floor (storage)", f"{summary['self_kl_floor']['ref']['max']:.1e} "
+              f"({summary['self_kl_floor']['storage_dtype']})")
+    t.add_row("clusters", str(len(summary["clusters"])))
+    t.add_row("result", str(path))
+    con.print(t)
+    if summary["clusters"]:
+        c = Table(title="disagreement clusters (first 10)")
+        for col in ("positions", "n", "mean KL", "tokens", "in context"):
+            c.add_column(col)
+        for cl in summary["clusters"][:10]:
+            c.add_row(f"{cl['start']}-{cl['end']}", str(cl["disagreements"]),
+                      f"{cl['mean_kl']:.2e}", repr(cl["text"][:30]),
+                      repr(cl.get("context", "")[:70]))
+        con.print(c)
+
+
+@run_app.command("repeat")
+def repeat(
+    engine: str = typer.Option(..., help="engine spec, e.g. transformers:attn=sdpa or vllm"),
+    model: Path = typer.Option(..., help="model directory (config.json, weights, tokenizer)"),
+    text: Path = typer.Option(..., help="evaluation text file"),
+    n: int = typer.Option(3, help="number of runs (separate processes)"),
+    out: Path = typer.Option(None, help="result directory"),
+    max_tokens: int = typer.Option(1024, help="score at most this many tokens"),
+    block: int = typer.Option(256, help="positions per digest block"),
+    workdir: Path = typer.Option(None, help="where worker outputs go (default: OUT/../.work)"),
+    as_json: bool = typer.Option(False, "--json", help="print the summary as JSON"),
+    standalone: bool = typer.Option(False, "--standalone",
+                                    help="plain child processes: no run records, no gate"),
+) -> None:
+    """Run one configuration N times and check the results are bit-identical."""
+    from provenance.cli.output import console, print_json
+    from runners import api
+
+    if n < 2:
+        raise ProvError("--n must be at least 2")
+    cfg = _config(engine)
+    prep = _prepare(model, text, max_tokens)
+    out = out or _default_out("repeat")
+    work = workdir or out.parent / f".{out.name}.work"
+    try:
+        res = api.run_repeat(cfg, prep, n, work, out, block=block,
+                             launcher=_launcher(standalone), check=_gate([], None, standalone))
+    except (api.LaunchError, api.EngineError, api.DisclosureError) as exc:
+        raise ProvError(str(exc), 3) from exc
+    if as_json:
+        print_json({"result": str(res.result_path), **res.verdict})
+    else:
+        render_repeat(res.verdict, cfg.spec, n, res.result_path, console())
+    raise typer.Exit(0 if res.identical else 1)
+
+
+@run_app.command("diverge")
+def diverge(
+    ref: str = typer.Option(..., help="reference engine spec"),
+    cand: str = typer.Option(..., help="candidate engine spec"),
+    model: Path = typer.Option(..., help="model directory"),
+    text: Path = typer.Option(..., help="evaluation text file"),
+    vary: list[str] = typer.Option([], help="declared variable under test (gate preset or key)"),
+    out: Path = typer.Option(None, help="result directory"),
+    max_tokens: int = typer.Option(1024, help="score at most this many tokens"),
+    gap: int = typer.Option(8, help="merge disagreements closer than this into one cluster"),
+    workdir: Path = typer.Option(None, help="where worker outputs go"),
+    as_json: bool = typer.Option(False, "--json", help="print the summary as JSON"),
+    standalone: bool = typer.Option(False, "--standalone",
+                                    help="plain child processes: no run records, no gate"),
+) -> None:
+    """Compare a candidate configuration with a reference on the same token ids.
+
+    Each engine run goes through the `prov exec` supervisor; the two runs must pass the
+    comparison gate (anything that differs must be declared with --vary, e.g.
+    --vary attention-backend) before any figure is computed.
+    """
+    from provenance.cli.output import console, print_json
+    from runners import api
+
+    ref_cfg, cand_cfg = _config(ref), _config(cand)
+    prep = _prepare(model, text, max_tokens)
+    out = out or _default_out("diverge")
+    work = workdir or out.parent / f".{out.name}.work"
+    try:
+        res = api.run_diverge(ref_cfg, cand_cfg, prep, work, out, launcher=_launcher(standalone),
+                              gap=gap, check=_gate(vary, None, standalone))
+    except (api.LaunchError, api.EngineError, api.DisclosureError, ValueError) as exc:
+        raise ProvError(str(exc), 3) from exc
+    if as_json:
+        print_json({"result": str(res.result_path), **res.summary})
+    else:
+        render_diverge(res.summary, ref_cfg.spec, cand_cfg.spec, res.result_path, console())
+
+
+def _launcher(standalone: bool = False, store=None):
+    from runners import api
+
+    if standalone:
+        return api.standalone
+    from runners.launch import supervised
+
+    return supervised(store=store)
+
+
+def _gate(vary: list[str], store=None, standalone: bool = False):
+    """The comparison gate over the two runs' manifests, before any figure is computed.
+
+    Refuses (exit 3, a table of every differing identity key) unless each difference is
+    covered by a --vary; a passing comparison is recorded in the store like `prov compare`.
+    """
+    if standalone:
+        return None
+
+    def check(ref, cand) -> dict[str, Any]:
+        from provenance import __version__
+        from provenance.cli.diff_cmd import render_changes
+        from provenance.cli.output import console
+        from provenance.gate import common_libraries, gate, load_config, with_loaded_libraries
+        from provenance.resolve import resolve
+        from provenance.store import open_store
+        from provenance.store.records import now_iso
+
+        st = store or open_store()
+        ra, rb = resolve(ref.run_id, st), resolve(cand.run_id, st)
+        la, lb = common_libraries(ra.run.record.get("loaded_libraries") or [],
+                                  rb.run.record.get("loaded_libraries") or [])
+        ma = with_loaded_libraries(ra.manifest, la)
+        mb = with_loaded_libraries(rb.manifest, lb)
+        config = load_config()
+        result = gate(ma, mb, list(vary), config)
+        doc = result.to_json()
+        if not result.ok:
+            err = console(stderr=True)
+            render_changes(f"REFUSED: {len(result.refused)} identity key(s) differ and no "
+                           "--vary covers them", result.refused, err)
+            keys = [c.key for c in result.refused]
+            shown = ", ".join(keys[:8]) + (f" (+{len(keys) - 8} more)" if len(keys) > 8 else "")
+            raise ProvError(
+                f"refused: runs {ref.run_id} and {cand.run_id} differ in {len(keys)} identity "
+                f"key(s) not covered by --vary {' '.join(vary) or '(none)'}: {shown}", 3)
+        record = {"a": ra.describe(), "b": rb.describe(), "vary": list(vary),
+                  "config": config.source, "created_at": now_iso(),
+                  "prov_version": __version__, **doc}
+        return {"gate": "passed", "comparison_record": st.put_comparison(record),
+                "vary": list(vary),
+                "varied_keys": {spec: sorted(v["keys"]) for spec, v in doc["varied"].items()},
+                "ignored_keys": sorted(doc["ignored"]), "identical": doc["identical"],
+                "loaded_libraries_compared": len(la)}
+
+    return check

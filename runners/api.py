@@ -1,0 +1,17 @@
+"""The small public surface the CLI uses (everything else in runners/ is internal)."""
+
+from runners.disclosure import ITEMS as DISCLOSURE_ITEMS
+from runners.disclosure import DisclosureCard, DisclosureError
+from runners.diverge import DivergeOutcome, analyse, run_diverge
+from runners.engines import EngineConfig, EngineError
+from runners.launch import Launched, LaunchError, standalone
+from runners.prepare import Prepared, prepare
+from runners.repeat import RepeatOutcome, run_repeat
+from runners.results import ResultError, read_result, write_result
+
+__all__ = [
+    "DISCLOSURE_ITEMS", "DisclosureCard", "DisclosureError", "DivergeOutcome", "EngineConfig",
+    "EngineError", "LaunchError", "Launched", "Prepared", "RepeatOutcome", "ResultError",
+    "analyse", "prepare", "read_result", "run_diverge", "run_repeat", "standalone",
+    "write_result",
+]

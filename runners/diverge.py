@@ -1,0 +1,136 @@
+"""Divergence: reference vs candidate on the same token ids.
+
+Per position: top-1 agreement, the reference's top-1 margin, KL both ways over the full
+vocabulary (or the truncated estimate with a residual bucket, disclosed), Delta-p of the actual
+next token. Then the first disagreement, clusters mapped to text, percentiles and
+block-bootstrap confidence intervals, and the self-KL floor of the storage format.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from runners.analysis import (
+    block_bootstrap_ci,
+    find_clusters,
+    first_disagreement,
+    percentiles,
+    position_stats,
+    self_kl_floor,
+)
+from runners.disclosure import DisclosureCard
+from runners.engines import EngineConfig
+from runners.execute import WorkerRun, execute
+from runners.launch import Launcher, standalone
+from runners.prepare import Prepared
+from runners.results import write_result
+
+NEAR_TIE = 0.01  # reference p(top1) - p(top2) below this: a disagreement there is a near-tie
+STORAGE_DTYPE = "float32"
+
+
+@dataclass
+class DivergeOutcome:
+    summary: dict[str, Any]
+    arrays: dict[str, np.ndarray]
+    ref: WorkerRun
+    cand: WorkerRun
+    result_path: Path
+
+
+def analyse(ref: np.ndarray, cand: np.ndarray, ids: np.ndarray,
+            decode: Callable[[int, int], str] | None = None, gap: int = 8,
+            boot_block: int = 32) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """Summary and per-position arrays for ref/cand scores ([T-1, V]) over ids ([T])."""
+    st = position_stats(ref, cand, np.asarray(ids[1:], dtype=np.int64))
+    first = first_disagreement(st.agree)
+    clusters = find_clusters(st.agree, st.kl_ref_cand, gap=gap, decode=decode)
+    dis = ~st.agree
+    summary: dict[str, Any] = {
+        "positions": len(st),
+        "top1_agreement": float(st.agree.mean()),
+        "disagreements": int(dis.sum()),
+        "near_tie_disagreements": int((dis & (st.margin < NEAR_TIE)).sum()),
+        "first_disagreement": first,
+        "first_disagreement_text": decode(first + 1, first + 2) if (decode and first is not None)
+        else None,
+        "kl_ref_cand": percentiles(st.kl_ref_cand),
+        "kl_cand_ref": percentiles(st.kl_cand_ref),
+        "delta_p": {**percentiles(st.delta_p),
+                    "rms": float(np.sqrt(np.mean(st.delta_p ** 2)))},
+        "ci": {
+            "kl_ref_cand_mean": block_bootstrap_ci(st.kl_ref_cand, block=boot_block),
+            "top1_agreement": block_bootstrap_ci(st.agree.astype(np.float64), block=boot_block),
+        },
+        "truncated_positions": int(st.truncated.sum()),
+        "clusters": [c.to_json() for c in clusters],
+        "self_kl_floor": {"storage_dtype": STORAGE_DTYPE,
+                          "ref": self_kl_floor(ref, STORAGE_DTYPE),
+                          "cand": self_kl_floor(cand, STORAGE_DTYPE)},
+    }
+    arrays = {
+        "ids": np.asarray(ids, dtype=np.int64), "ref_top1": st.ref_top1,
+        "cand_top1": st.cand_top1, "agree": st.agree, "margin": st.margin,
+        "kl_ref_cand": st.kl_ref_cand, "kl_cand_ref": st.kl_cand_ref, "delta_p": st.delta_p,
+        "truncated": st.truncated,
+    }
+    return summary, arrays
+
+
+def diverge_card(ref: WorkerRun, cand: WorkerRun, prep: Prepared,
+                 summary: dict[str, Any]) -> DisclosureCard:
+    full = ref.meta["full_vocab"] and cand.meta["full_vocab"]
+    return DisclosureCard(
+        reference_checkpoint={"model_digest": prep.model_digest,
+                              "tokenizer_digest": prep.tokenizer_digest,
+                              "reference_engine": ref.config.spec},
+        runtime_environment={"reference": ref.meta["runtime"], "candidate": cand.meta["runtime"],
+                             "run_ids": [ref.run_id or "standalone",
+                                         cand.run_id or "standalone"]},
+        evaluation_text={"digest": prep.text_digest, "tokens_total": prep.truncated_from},
+        calibration_data="none: no quantized weights or KV cache were calibrated",
+        context_lengths=f"one sequence of {len(prep.ids)} tokens, teacher-forced, "
+                        f"contexts 1..{len(prep.ids) - 1}",
+        sampled_positions=f"all {summary['positions']} next-token positions, none skipped",
+        kl_direction="both: kl_ref_cand = KL(P_ref || P_cand) and kl_cand_ref = "
+                     "KL(P_cand || P_ref), natural log (nats)",
+        vocabulary_truncation="none: full vocabulary, renormalised in float64" if full else
+        "top-k: KL over ids both engines returned plus one residual-mass bucket "
+        "(a lower bound of the full KL)",
+        aggregation="per-position values; mean, percentiles (nearest-rank interpolation, "
+                    "numpy linear) and 95% block-bootstrap CI (blocks of 32 positions, "
+                    "1000 resamples, seed 0)",
+    )
+
+
+def run_diverge(ref_cfg: EngineConfig, cand_cfg: EngineConfig, prep: Prepared, workdir: Path,
+                result: Path, block: int = 256, launcher: Launcher = standalone,
+                gap: int = 8, check: Callable[[WorkerRun, WorkerRun], dict] | None = None
+                ) -> DivergeOutcome:
+    """Run both, let `check` (the gate) refuse before any figure is computed, then analyse."""
+    ref = execute(ref_cfg, prep, workdir, "ref", block, launcher)
+    cand = execute(cand_cfg, prep, workdir, "cand", block, launcher)
+    comparison = check(ref, cand) if check else {"gate": "not run (standalone)"}
+    summary, arrays = analyse(ref.scores, cand.scores, prep.ids, prep.decode, gap=gap)
+    if ref.final_hidden is not None:
+        # post-norm hidden states + output-head digest: full logits can be rebuilt later
+        arrays["ref_final_hidden"] = ref.final_hidden
+    meta = {
+        "engines": [ref_cfg.to_json(), cand_cfg.to_json()],
+        "runtime": {"reference": ref.meta["runtime"], "candidate": cand.meta["runtime"]},
+        "model_digest": prep.model_digest,
+        "tokenizer_digest": prep.tokenizer_digest,
+        "text_digest": prep.text_digest,
+        "positions": {"n_tokens": int(len(prep.ids)), "scored": int(len(prep.ids) - 1)},
+        "output_head_digest": ref.meta.get("head_digest"),
+        "comparison": comparison,
+        "summary": summary,
+        "runs": {"reference": ref.run_id, "candidate": cand.run_id},
+    }
+    path = write_result(result, "diverge", meta, arrays, diverge_card(ref, cand, prep, summary))
+    return DivergeOutcome(summary, arrays, ref, cand, path)

@@ -1,0 +1,86 @@
+"""The engine interface: configuration, scoring output, and the spec string users type.
+
+A spec is `ENGINE[:key=value,...]`, e.g. `transformers:attn=eager,dtype=float32` or
+`vllm:dtype=float32,kv_cache_dtype=auto`. Unknown keys are refused, not ignored.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+ENGINES = ("transformers", "vllm")
+KNOWN_OPTIONS: dict[str, tuple[str, ...]] = {
+    "transformers": ("attn", "sdpa_kernel", "dtype", "device"),
+    "vllm": ("attention_backend", "kv_cache_dtype", "dtype", "quantization", "topk", "python"),
+}
+DTYPES = ("float32", "bfloat16", "float16")
+
+
+class EngineError(Exception):
+    """Bad engine configuration, or an engine that did not run what it was asked to."""
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    engine: str
+    options: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def parse(cls, spec: str) -> EngineConfig:
+        engine, _, rest = spec.strip().partition(":")
+        if engine not in ENGINES:
+            known = ", ".join(ENGINES)
+            raise EngineError(f"unknown engine {engine!r} in {spec!r} (known: {known})")
+        opts: dict[str, str] = {}
+        for item in filter(None, (p.strip() for p in rest.split(","))):
+            key, eq, value = item.partition("=")
+            if not eq or not value:
+                raise EngineError(f"engine option {item!r} in {spec!r} is not key=value")
+            if key not in KNOWN_OPTIONS[engine]:
+                raise EngineError(
+                    f"unknown {engine} option {key!r} (known: {', '.join(KNOWN_OPTIONS[engine])})"
+                )
+            opts[key] = value
+        if opts.get("dtype", "float32") not in DTYPES:
+            raise EngineError(f"dtype must be one of {', '.join(DTYPES)}")
+        return cls(engine, tuple(sorted(opts.items())))
+
+    def get(self, key: str, default: str | None = None) -> str | None:
+        return dict(self.options).get(key, default)
+
+    @property
+    def spec(self) -> str:
+        opts = ",".join(f"{k}={v}" for k, v in self.options if k != "python")
+        return f"{self.engine}:{opts}" if opts else self.engine
+
+    def to_json(self) -> dict[str, Any]:
+        return {"engine": self.engine, "options": {k: v for k, v in self.options if k != "python"}}
+
+
+@dataclass
+class ScoreOutput:
+    """What one teacher-forced pass produced.
+
+    `scores[j]` is the distribution over the next token after ids[: j + 1] (so len(ids) - 1
+    rows); `kind` says whether the rows are raw logits or log-probabilities. Entries an engine
+    did not return (top-k only) are NaN and `full_vocab` is False. `digests` maps a layer
+    name to per-block sha256 digests of the raw bytes in the dtype the engine computed in.
+    """
+
+    scores: np.ndarray
+    kind: str  # "logits" | "logprobs"
+    full_vocab: bool
+    digests: dict[str, list[str]]
+    runtime: dict[str, Any]
+    final_hidden: np.ndarray | None = None
+    head_digest: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+class Engine(Protocol):
+    config: EngineConfig
+
+    def score(self, model_dir: str, ids: list[int], block: int) -> ScoreOutput: ...

@@ -1,0 +1,148 @@
+"""transformers (torch) adapter: one forward pass over the whole sequence, no KV cache.
+
+The model is built from a deep copy of its config: sharing one config object between two
+models silently runs the second with the first's attention implementation. The resolved
+implementation is read back from the loaded model, and an SDPA call is asked which kernel
+torch picks for its real arguments (torch._fused_sdp_choice), so a run is labelled with what
+ran, not what was requested.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+from typing import Any
+
+import numpy as np
+
+from runners.engines.base import EngineConfig, EngineError, ScoreOutput
+from runners.engines.digests import block_digests
+
+SDPA_KERNELS = ("MATH", "FLASH_ATTENTION", "EFFICIENT_ATTENTION", "CUDNN_ATTENTION")
+
+
+def _raw(t) -> np.ndarray:
+    """The tensor's bytes as an integer array of the same width (bf16 has no numpy dtype)."""
+    import torch
+
+    t = t.detach().contiguous().cpu()
+    width = {1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()]
+    return t.view(width).numpy()
+
+
+class _SdpaRecorder:
+    """Wraps F.scaled_dot_product_attention for one forward and records torch's kernel choice."""
+
+    def __init__(self) -> None:
+        self.choices: set[str] = set()
+        self.errors: set[str] = set()
+
+    def __enter__(self):
+        import torch
+        import torch.nn.functional as F
+
+        self._orig = F.scaled_dot_product_attention
+        names = {int(v): k for k, v in torch.nn.attention.SDPBackend.__members__.items()}
+
+        def wrapped(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                    enable_gqa=False, **kw):
+            try:
+                choice = torch._fused_sdp_choice(q, k, v, attn_mask, dropout_p, is_causal,
+                                                 scale=scale, enable_gqa=enable_gqa)
+                self.choices.add(names.get(int(choice), str(choice)))
+            except Exception as exc:  # a probe failure must not change the run
+                self.errors.add(f"{type(exc).__name__}: {exc}"[:200])
+            return self._orig(q, k, v, attn_mask=attn_mask, dropout_p=dropout_p,
+                              is_causal=is_causal, scale=scale, enable_gqa=enable_gqa, **kw)
+
+        F.scaled_dot_product_attention = wrapped
+        return self
+
+    def __exit__(self, *exc) -> None:
+        import torch.nn.functional as F
+
+        F.scaled_dot_product_attention = self._orig
+
+
+class TransformersEngine:
+    def __init__(self, config: EngineConfig) -> None:
+        self.config = config
+
+    def score(self, model_dir: str, ids: list[int], block: int) -> ScoreOutput:
+        import contextlib
+
+        import torch
+        import transformers
+        from transformers import AutoConfig, AutoModelForCausalLM
+
+        attn = self.config.get("attn", "sdpa")
+        dtype_name = self.config.get("dtype", "float32")
+        device = self.config.get("device", "cpu")
+        kernel = self.config.get("sdpa_kernel")
+        if kernel is not None and kernel not in SDPA_KERNELS:
+            raise EngineError(f"sdpa_kernel must be one of {', '.join(SDPA_KERNELS)}")
+        if kernel is not None and attn != "sdpa":
+            raise EngineError("sdpa_kernel needs attn=sdpa")
+        dtype = getattr(torch, dtype_name)
+        torch.manual_seed(0)
+        base = AutoConfig.from_pretrained(model_dir)
+        model = AutoModelForCausalLM.from_pretrained(
+            model_dir, config=copy.deepcopy(base), attn_implementation=attn, dtype=dtype
+        ).to(device)
+        model.eval()
+        resolved = getattr(model.config, "_attn_implementation", None)
+        if resolved != attn:
+            raise EngineError(f"asked for attn={attn} but the model resolved {resolved!r}")
+        param_dtype = str(next(model.parameters()).dtype).removeprefix("torch.")
+        if param_dtype != dtype_name:
+            raise EngineError(f"asked for dtype={dtype_name} but weights are {param_dtype}")
+
+        captured: dict[str, Any] = {}
+        inner = model.get_decoder() if hasattr(model, "get_decoder") else model.model
+        hook = inner.norm.register_forward_hook(
+            lambda _m, _i, out: captured.__setitem__("final", out.detach())
+        )
+        ctx = contextlib.nullcontext()
+        if kernel is not None:
+            from torch.nn.attention import SDPBackend, sdpa_kernel
+
+            ctx = sdpa_kernel([getattr(SDPBackend, kernel)])
+        x = torch.tensor([ids], dtype=torch.long, device=device)
+        recorder = _SdpaRecorder() if attn == "sdpa" else contextlib.nullcontext()
+        with torch.inference_mode(), ctx, recorder:
+            out = model(input_ids=x, output_hidden_states=True, use_cache=False)
+        hook.remove()
+
+        logits = out.logits[0, :-1]
+        digests = {f"hidden.{i}": block_digests(_raw(h[0]), block)
+                   for i, h in enumerate(out.hidden_states)}
+        digests["final_norm"] = block_digests(_raw(captured["final"][0]), block)
+        digests["logits"] = block_digests(_raw(out.logits[0]), block)
+        head = model.get_output_embeddings().weight
+        runtime: dict[str, Any] = {
+            "engine": "transformers",
+            "transformers_version": transformers.__version__,
+            "torch_version": torch.__version__,
+            # named attention_backend so the gate's attention-backend preset covers it
+            "attention_backend": {"requested": attn, "resolved": resolved},
+            "dtype": {"requested": dtype_name, "resolved": param_dtype,
+                      "logits": str(out.logits.dtype).removeprefix("torch.")},
+            "device": device,
+            "kv_cache": {"dtype": "none", "note": "single forward pass, use_cache=False"},
+            "num_threads": torch.get_num_threads(),
+        }
+        if attn == "sdpa":
+            kern = {"forced": kernel or "none",
+                    "resolved": sorted(recorder.choices) or ["unavailable: no sdpa call seen"]}
+            if recorder.errors:
+                kern["probe_errors"] = sorted(recorder.errors)
+            runtime["attention_backend"]["sdpa_kernel"] = kern
+        return ScoreOutput(
+            scores=logits.float().cpu().numpy(),
+            kind="logits",
+            full_vocab=True,
+            digests=digests,
+            runtime=runtime,
+            final_hidden=captured["final"][0].float().cpu().numpy(),
+            head_digest=hashlib.sha256(_raw(head).tobytes()).hexdigest(),
+        )

@@ -1,0 +1,48 @@
+"""Run one engine configuration on prepared ids in a worker process and load what it wrote."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from runners.atomic import npy_bytes, write_bytes
+from runners.engines import EngineConfig
+from runners.launch import Launcher, LaunchError, standalone, worker_argv, worker_env
+from runners.prepare import Prepared
+
+
+@dataclass
+class WorkerRun:
+    config: EngineConfig
+    meta: dict[str, Any]
+    scores: np.ndarray
+    final_hidden: np.ndarray | None
+    run_id: str | None
+    record: dict[str, Any]
+
+
+def execute(config: EngineConfig, prep: Prepared, workdir: Path, name: str, block: int,
+            launcher: Launcher = standalone) -> WorkerRun:
+    workdir = Path(workdir).resolve()  # the worker runs in another cwd
+    workdir.mkdir(parents=True, exist_ok=True)
+    tokens = workdir / "ids.npy"
+    # always rewritten: a reused workdir must not hand a worker another text's ids
+    write_bytes(tokens, npy_bytes(prep.ids))
+    out = workdir / name
+    argv = worker_argv(config, Path(prep.model).resolve(), tokens, out, block)
+    params = {"engine": config.engine, **{k: v for k, v in config.options if k != "python"}}
+    done = launcher(argv, name=name, env=worker_env(config),
+                    outputs=(out / "scores.npz", out / "run.json"), params=params)
+    if done.returncode != 0:
+        tail = done.stderr_tail.strip().splitlines()[-1:] or ["(no output)"]
+        raise LaunchError(f"{name} ({config.spec}) exited {done.returncode}: {tail[0]}")
+    meta = json.loads((out / "run.json").read_text())
+    with np.load(out / "scores.npz") as npz:
+        if not np.array_equal(npz["ids"], prep.ids):
+            raise LaunchError(f"{name}: worker scored other token ids than prepared")
+        hidden = npz["final_hidden"] if "final_hidden" in npz.files else None
+        return WorkerRun(config, meta, npz["scores"], hidden, done.run_id, done.record)

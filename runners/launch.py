@@ -1,0 +1,125 @@
+"""Start engine workers as separate processes, standalone or under the `prov exec` supervisor.
+
+The interpreter for a vLLM worker may differ from ours (vLLM lives in its own venv): it comes
+from the spec's `python=` option, else PROV_VLLM_PYTHON, else this interpreter.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from runners.engines import EngineConfig
+
+VLLM_ENV = {
+    "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
+    "VLLM_NO_USAGE_STATS": "1",
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "VLLM_CPU_KVCACHE_SPACE": "1",
+}
+
+
+class LaunchError(RuntimeError):
+    """A worker process failed."""
+
+
+@dataclass
+class Launched:
+    returncode: int
+    run_id: str | None = None
+    record: dict[str, Any] = field(default_factory=dict)
+    stderr_tail: str = ""
+
+
+class Launcher(Protocol):
+    def __call__(self, argv: list[str], *, name: str, env: dict[str, str],
+                 outputs: tuple[Path, ...], params: dict[str, Any]) -> Launched: ...
+
+
+def worker_python(config: EngineConfig) -> str:
+    if config.get("python"):
+        return str(config.get("python"))
+    if config.engine == "vllm" and os.environ.get("PROV_VLLM_PYTHON"):
+        return os.environ["PROV_VLLM_PYTHON"]
+    return sys.executable
+
+
+def worker_env(config: EngineConfig) -> dict[str, str]:
+    """Extra environment for a worker. An interpreter other than ours (a vLLM venv) does not
+    have prov installed: it gets a path entry holding only the `runners` package, never our
+    site-packages (whose torch/transformers would shadow the venv's own)."""
+    env: dict[str, str] = {}
+    # abspath, not realpath: two venvs share one base interpreter behind their symlinks
+    if os.path.abspath(worker_python(config)) != os.path.abspath(sys.executable):
+        env["PYTHONPATH"] = os.pathsep.join(
+            filter(None, [str(_runners_only_path()), os.environ.get("PYTHONPATH")]))
+    if config.engine == "vllm":
+        env.update({k: os.environ.get(k, v) for k, v in VLLM_ENV.items()})
+    return env
+
+
+def _runners_only_path() -> Path:
+    """A directory whose only entry is a symlink to this `runners` package."""
+    import hashlib
+
+    pkg = Path(__file__).resolve().parent
+    key = hashlib.sha256(str(pkg).encode()).hexdigest()[:16]
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    base = cache / "prov" / "runners-path" / key
+    link = base / "runners"
+    if not link.is_symlink() or link.resolve() != pkg:
+        base.mkdir(parents=True, exist_ok=True)
+        tmp = base / f".runners-{os.getpid()}"
+        tmp.unlink(missing_ok=True)
+        tmp.symlink_to(pkg, target_is_directory=True)
+        os.replace(tmp, link)  # atomic: concurrent workers never see a half-made link
+    return base
+
+
+def worker_argv(config: EngineConfig, model: Path, tokens: Path, out: Path,
+                block: int) -> list[str]:
+    spec = config.spec
+    return [worker_python(config), "-m", "runners.worker", "--engine", spec,
+            "--model", str(model), "--tokens", str(tokens), "--out", str(out),
+            "--block", str(block)]
+
+
+def standalone(argv: list[str], *, name: str, env: dict[str, str],
+               outputs: tuple[Path, ...] = (), params: dict[str, Any] | None = None) -> Launched:
+    """Run the worker as a plain child process (no run record, no gate possible)."""
+    proc = subprocess.run(argv, env={**os.environ, **env}, capture_output=True, text=True)
+    return Launched(proc.returncode, stderr_tail=proc.stderr[-2000:])
+
+
+def supervised(store: Any = None, stream: bool = False) -> Launcher:
+    """A launcher that runs each worker through the `prov exec` supervisor, so every engine
+    run has its manifest, record, logs, hashed outputs and the runtime facts it resolved."""
+
+    def launch(argv: list[str], *, name: str, env: dict[str, str],
+               outputs: tuple[Path, ...] = (), params: dict[str, Any] | None = None) -> Launched:
+        from runners.supervisor import run_supervised
+
+        res = run_supervised(argv, name=name, outputs=tuple(str(o) for o in outputs),
+                             env_extra=env, stream=stream, store=store,
+                             params=dict(params or {}))
+        tail = ""
+        if res.exit_status != 0:
+            tail = _stored_log(store, res.record, "stderr")
+        return Launched(res.exit_status, res.run_id, res.record, tail)
+
+    return launch
+
+
+def _stored_log(store: Any, record: dict[str, Any], label: str) -> str:
+    try:
+        from provenance.store import open_store
+
+        digest = record["logs"][label]["digest"]
+        return (store or open_store()).get_bytes(digest).decode("utf-8", "replace")[-2000:]
+    except Exception as exc:  # the log is a courtesy for the error message
+        return f"(no {label}: {exc})"

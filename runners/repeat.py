@@ -1,0 +1,109 @@
+"""Repeatability: one configuration N times in separate processes, compared block by block.
+
+The verdict is "bit-identical", or the first (layer, block) where a repeat differs from the
+first run, with the largest absolute difference of the scores in that block.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from runners.disclosure import DisclosureCard
+from runners.engines import EngineConfig
+from runners.execute import WorkerRun, execute
+from runners.launch import Launcher, standalone
+from runners.prepare import Prepared
+from runners.results import write_result
+
+
+@dataclass
+class RepeatOutcome:
+    identical: bool
+    verdict: dict[str, Any]
+    runs: list[WorkerRun]
+    result_path: Path
+
+
+def _layer_order(digests: dict[str, list[str]]) -> list[str]:
+    def key(name: str) -> tuple[int, int, str]:
+        if name.startswith("hidden."):
+            return (0, int(name.split(".")[1]), name)
+        return (1, 0 if name == "final_norm" else 1, name)
+
+    return sorted(digests, key=key)
+
+
+def compare_runs(runs: list[WorkerRun], block: int) -> dict[str, Any]:
+    """First (layer, block) where any repeat differs from run 0, or bit-identical."""
+    base = runs[0]
+    for i, other in enumerate(runs[1:], start=1):
+        if set(other.meta["digests"]) != set(base.meta["digests"]):
+            return {"verdict": "differs", "run": i, "layer": "(layer set differs)"}
+    for layer in _layer_order(base.meta["digests"]):
+        for b, digest in enumerate(base.meta["digests"][layer]):
+            for i, other in enumerate(runs[1:], start=1):
+                if other.meta["digests"][layer][b] != digest:
+                    s, e = b * block, (b + 1) * block
+                    diff = np.abs(other.scores[s:e].astype(np.float64)
+                                  - base.scores[s:e].astype(np.float64))
+                    return {"verdict": "differs", "run": i, "layer": layer, "block": b,
+                            "positions": [s, min(e, len(base.scores))],
+                            "scores_max_abs_diff_in_block": float(np.nanmax(diff)),
+                            "scores_max_abs_diff": float(np.nanmax(np.abs(
+                                other.scores.astype(np.float64)
+                                - base.scores.astype(np.float64))))}
+    return {"verdict": "bit-identical", "layers": len(base.meta["digests"]),
+            "blocks": len(next(iter(base.meta["digests"].values())))}
+
+
+def repeat_card(config: EngineConfig, prep: Prepared, runs: list[WorkerRun],
+                n: int) -> DisclosureCard:
+    return DisclosureCard(
+        reference_checkpoint={"model_digest": prep.model_digest,
+                              "tokenizer_digest": prep.tokenizer_digest},
+        runtime_environment={"engine": config.spec, "runtime": runs[0].meta["runtime"],
+                             "run_ids": [r.run_id or "standalone" for r in runs]},
+        evaluation_text={"digest": prep.text_digest, "tokens_total": prep.truncated_from},
+        calibration_data="none: no quantized weights or KV cache were calibrated",
+        context_lengths=f"one sequence of {len(prep.ids)} tokens, teacher-forced",
+        sampled_positions=f"all {len(prep.ids) - 1} next-token positions",
+        kl_direction="not applicable: repeatability compares raw bytes, no KL",
+        vocabulary_truncation="full vocabulary" if runs[0].meta["full_vocab"]
+        else "top-k only (stored entries compared)",
+        aggregation=f"sha256 per layer per block of {runs[0].meta['block']} positions; "
+                    f"{n} runs in separate processes; first differing (layer, block) reported",
+    )
+
+
+def run_repeat(config: EngineConfig, prep: Prepared, n: int, workdir: Path, result: Path,
+               block: int = 256, launcher: Launcher = standalone,
+               check: Callable[[WorkerRun, WorkerRun], dict] | None = None) -> RepeatOutcome:
+    """`check` (the gate, nothing varied) confirms each repeat ran in run 0's environment."""
+    if n < 2:
+        raise ValueError("a repeatability check needs n >= 2")
+    runs = [execute(config, prep, workdir, f"run{i}", block, launcher) for i in range(n)]
+    comparisons = [check(runs[0], r) for r in runs[1:]] if check else \
+        [{"gate": "not run (standalone)"}]
+    verdict = compare_runs(runs, block)
+    meta = {
+        "engines": [config.to_json()],
+        "runtime": runs[0].meta["runtime"],
+        "model_digest": prep.model_digest,
+        "tokenizer_digest": prep.tokenizer_digest,
+        "text_digest": prep.text_digest,
+        "positions": {"n_tokens": int(len(prep.ids)), "scored": int(len(prep.ids) - 1),
+                      "block": block},
+        "summary": verdict,
+        "comparisons": comparisons,
+        "runs": [{"run_id": r.run_id, "digests": r.meta["digests"],
+                  "seconds": r.meta["seconds"]} for r in runs],
+        "notes": runs[0].meta.get("notes", []),
+    }
+    arrays = {"ids": prep.ids}
+    path = write_result(result, "repeat", meta, arrays, repeat_card(config, prep, runs, n))
+    return RepeatOutcome(verdict["verdict"] == "bit-identical", verdict, runs, path)

@@ -1,0 +1,78 @@
+"""One engine run in its own process: `python -m runners.worker --engine SPEC --model DIR
+--tokens IDS.npy --out DIR`. Separate processes make repeats honest (no warm state shared)
+and let each run go through the `prov exec` supervisor.
+
+Writes OUT/scores.npz (scores, ids, final_hidden when available) and OUT/run.json (engine
+configuration, runtime facts read from the engine, per-block digests). When PROV_RUN_DIR is
+set (run under `prov exec`), the runtime facts are added to the run's manifest (runfacts).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from runners.atomic import npz_bytes, write_bytes
+from runners.engines import EngineConfig, EngineError, load_engine
+
+WORKER_FORMAT = "prov-runner-worker/1"
+
+
+def run(spec: str, model: str, tokens: Path, out: Path, block: int) -> dict:
+    config = EngineConfig.parse(spec)
+    ids = [int(x) for x in np.load(tokens)]
+    started = time.time()
+    result = load_engine(config).score(model, ids, block)
+    arrays = {"scores": result.scores, "ids": np.asarray(ids, dtype=np.int64)}
+    if result.final_hidden is not None:
+        arrays["final_hidden"] = result.final_hidden
+    meta = {
+        "format": WORKER_FORMAT,
+        "config": config.to_json(),
+        "spec": config.spec,
+        "kind": result.kind,
+        "full_vocab": result.full_vocab,
+        "block": block,
+        "n_tokens": len(ids),
+        "digests": result.digests,
+        "head_digest": result.head_digest,
+        "runtime": {config.engine: result.runtime},
+        "notes": result.notes,
+        "seconds": round(time.time() - started, 3),
+        "pid": os.getpid(),
+    }
+    write_bytes(out / "scores.npz", npz_bytes(arrays))
+    write_bytes(out / "run.json", json.dumps(meta, indent=1, sort_keys=True).encode())
+    if os.environ.get("PROV_RUN_DIR"):
+        # under `prov exec`: the resolved runtime joins the run's manifest, where the gate
+        # and its presets (attention-backend, kv-cache-dtype, dtype) see it
+        from runners.runfacts import add_run_facts
+
+        add_run_facts({"runtime": meta["runtime"]})
+    return meta
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m runners.worker")
+    ap.add_argument("--engine", required=True, help="engine spec, e.g. transformers:attn=eager")
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--tokens", required=True, type=Path, help=".npy of int64 token ids")
+    ap.add_argument("--out", required=True, type=Path)
+    ap.add_argument("--block", type=int, default=256)
+    args = ap.parse_args(argv)
+    try:
+        run(args.engine, args.model, args.tokens, args.out, args.block)
+    except EngineError as exc:
+        print(f"runners.worker: error: {exc}", file=sys.stderr)
+        return 3
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

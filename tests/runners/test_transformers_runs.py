@@ -1,0 +1,97 @@
+"""Real transformers runs on CPU, each in its own worker process."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import special
+
+from runners.diverge import run_diverge
+from runners.engines import EngineConfig
+from runners.repeat import run_repeat
+from runners.results import read_result
+
+
+def test_same_implementation_repeats_bit_identical(prepared, tmp_path):
+    cfg = EngineConfig.parse("transformers:attn=sdpa,dtype=float32")
+    out = run_repeat(cfg, prepared, 2, tmp_path / "work", tmp_path / "res", block=128)
+    assert out.identical, out.verdict
+    a, b = out.runs
+    assert a.meta["pid"] != b.meta["pid"]  # separate processes
+    assert np.array_equal(a.scores, b.scores)
+    assert a.meta["digests"] == b.meta["digests"]
+    rt = a.meta["runtime"]["transformers"]
+    assert rt["attention_backend"]["resolved"] == "sdpa"
+    kern = rt["attention_backend"]["sdpa_kernel"]["resolved"]
+    assert kern and "unavailable" not in kern[0]
+    doc, _ = read_result(out.result_path)
+    assert doc["summary"]["verdict"] == "bit-identical"
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_eager_vs_sdpa_differ_and_analysis_matches_scipy(prepared, tmp_path, dtype):
+    ref_cfg = EngineConfig.parse(f"transformers:attn=eager,dtype={dtype}")
+    cand_cfg = EngineConfig.parse(f"transformers:attn=sdpa,dtype={dtype}")
+    out = run_diverge(ref_cfg, cand_cfg, prepared, tmp_path / "work", tmp_path / "res")
+    ref, cand = out.ref.scores, out.cand.scores
+    assert out.ref.meta["runtime"]["transformers"]["attention_backend"]["resolved"] == "eager"
+    assert out.cand.meta["runtime"]["transformers"]["attention_backend"]["resolved"] == "sdpa"
+    # not bit-identical: the attention implementations round differently
+    assert not np.array_equal(ref, cand)
+    assert out.ref.meta["digests"]["logits"] != out.cand.meta["digests"]["logits"]
+
+    # independent computation from the stored logits, with scipy
+    lp = special.log_softmax(ref.astype(np.float64), axis=1)
+    lq = special.log_softmax(cand.astype(np.float64), axis=1)
+    kl = special.rel_entr(np.exp(lp), np.exp(lq)).sum(axis=1)
+    agree = ref.argmax(axis=1) == cand.argmax(axis=1)
+    first = int(np.flatnonzero(~agree)[0]) if (~agree).any() else None
+
+    doc, arrays = read_result(out.result_path)
+    s = doc["summary"]
+    assert abs(s["top1_agreement"] - agree.mean()) <= 1e-6
+    assert s["first_disagreement"] == first
+    assert abs(s["kl_ref_cand"]["mean"] - kl.mean()) <= 1e-6
+    assert np.max(np.abs(arrays["kl_ref_cand"] - kl)) <= 1e-6
+    assert s["kl_ref_cand"]["mean"] > 0
+    assert doc["disclosure"]["kl_direction"].startswith("both")
+
+
+def test_refuses_unknown_options():
+    from runners.engines import EngineError
+
+    with pytest.raises(EngineError, match="unknown transformers option"):
+        EngineConfig.parse("transformers:attention=eager")
+    with pytest.raises(EngineError, match="dtype"):
+        EngineConfig.parse("transformers:dtype=float8")
+
+
+REBUILD = """
+import sys, numpy as np, torch
+from safetensors.numpy import load_file
+head = load_file(sys.argv[1])["lm_head.weight"]
+hidden = torch.from_numpy(np.load(sys.argv[2]))[None]
+rebuilt = torch.nn.functional.linear(hidden, torch.from_numpy(head))[0, :-1].numpy()
+np.save(sys.argv[3], rebuilt)
+"""
+
+
+def test_full_logits_rebuild_exactly_from_stored_hidden_and_head(prepared, demo_model, tmp_path):
+    import hashlib
+    import subprocess
+    import sys
+
+    from safetensors.numpy import load_file
+
+    ref_cfg = EngineConfig.parse("transformers:attn=eager")
+    cand_cfg = EngineConfig.parse("transformers:attn=eager,dtype=bfloat16")
+    out = run_diverge(ref_cfg, cand_cfg, prepared, tmp_path / "work", tmp_path / "res")
+    doc, arrays = read_result(out.result_path)
+    weights = demo_model / "model.safetensors"
+    head = load_file(str(weights))["lm_head.weight"]
+    assert hashlib.sha256(head.tobytes()).hexdigest() == doc["output_head_digest"]
+    np.save(tmp_path / "hidden.npy", arrays["ref_final_hidden"])
+    # torch in a child process: the test process stays small (other tests fork from it)
+    subprocess.run([sys.executable, "-c", REBUILD, str(weights), str(tmp_path / "hidden.npy"),
+                    str(tmp_path / "rebuilt.npy")], check=True)
+    assert np.array_equal(np.load(tmp_path / "rebuilt.npy"), out.ref.scores)  # bit for bit

