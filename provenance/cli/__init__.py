@@ -22,7 +22,14 @@ app = typer.Typer(
 )
 
 # Registration: each module adds its commands to `app`.
-from provenance.cli import diff_cmd, snapshot_cmd, verify_cmd  # noqa: E402,F401
+from provenance.cli import (  # noqa: E402,F401
+    audit_cmd,
+    diff_cmd,
+    publish_cmd,
+    sbom_cmd,
+    snapshot_cmd,
+    verify_cmd,
+)
 
 
 def main() -> None:
