@@ -116,8 +116,8 @@ def test_purls_image_gpu_stack_and_run():
     assert "pkg:pypi/torch@2.13.0%2Bcu128" in purls
     root = doc["metadata"]["component"]
     assert root["type"] == "container"
-    assert root["purl"].startswith("pkg:oci/vllm-nightly@sha256%3A" + "ab" * 32)
-    assert "repository_url=registry.test%3A5000/llm/vllm-nightly" in root["purl"]
+    assert root["purl"].startswith("pkg:oci/vllm-nightly@sha256:" + "ab" * 32)
+    assert "repository_url=registry.test:5000/llm/vllm-nightly" in root["purl"]
     types = {(c["type"], c["name"]) for c in doc["components"]}
     assert {("device", "NVIDIA H200"), ("firmware", "vbios-gpu0"),
             ("device-driver", "nvidia-driver"), ("platform", "cuda-driver-api"),
