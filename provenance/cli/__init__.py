@@ -35,7 +35,8 @@ from provenance.cli import (  # noqa: E402,F401
 def main() -> None:
     """Entry point: user errors print one line; unexpected ones too, unless PROV_DEBUG=1."""
     try:
-        app(standalone_mode=False)
+        # Without standalone mode click returns typer.Exit's code instead of exiting.
+        code = app(standalone_mode=False)
     except ProvError as exc:
         print(f"prov: error: {exc}", file=sys.stderr)
         sys.exit(exc.exit_code)
@@ -64,3 +65,4 @@ def main() -> None:
             file=sys.stderr,
         )
         sys.exit(70)
+    sys.exit(code if isinstance(code, int) else 0)
