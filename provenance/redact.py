@@ -13,7 +13,7 @@ REDACTED = "<redacted>"
 # Names that hold secrets. Over-redacting a harmless variable costs little; leaking a token
 # into a published bundle costs a lot, so the net is wide (AUTHOR and MONKEY are caught too).
 _SECRET_NAME = re.compile(
-    r"(TOKEN|SECRET|PASSW|PASSPHRASE|CREDENTIAL|AUTH|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY"
+    r"(TOKEN|SECRET|PASSW|PASSPHRASE|CRED|AUTH|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY"
     r"|(^|_)KEY($|_)|COOKIE|SESSION_?ID|SIGNATURE|(^|_)PWD($|_)|(^|_)PASS($|_))",
     re.IGNORECASE,
 )

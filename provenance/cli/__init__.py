@@ -24,10 +24,14 @@ app = typer.Typer(
 # Registration: each module adds its commands to `app`.
 from provenance.cli import (  # noqa: E402,F401
     audit_cmd,
+    compare_cmd,
     diff_cmd,
+    exec_cmd,
     publish_cmd,
+    runs_cmd,
     sbom_cmd,
     snapshot_cmd,
+    store_cmd,
     verify_cmd,
 )
 

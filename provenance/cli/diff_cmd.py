@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 from itertools import groupby
+from typing import TYPE_CHECKING
 
 import typer
 
 from provenance.cli import app
-from provenance.cli.output import console, print_json, short
-from provenance.diff import Change, ManifestDiff, diff_manifests
-from provenance.model import LeafKind
+
+if TYPE_CHECKING:  # imported inside the command so `prov --help` stays fast
+    from provenance.diff import Change, ManifestDiff
 
 
 def render_changes(title: str, changes: list[Change], con) -> None:
     from rich.table import Table
+
+    from provenance.cli.output import short
 
     table = Table(title=title, title_justify="left", show_lines=False, expand=False)
     table.add_column("section", style="bold")
@@ -35,6 +38,8 @@ def render_changes(title: str, changes: list[Change], con) -> None:
 
 
 def render_diff(d: ManifestDiff, con) -> None:
+    from provenance.model import LeafKind
+
     identity = d.of_kind(LeafKind.IDENTITY)
     context = d.of_kind(LeafKind.CONTEXT)
     if d.identical:
@@ -62,6 +67,8 @@ def diff(
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
 ) -> None:
     """Show what differs between two manifests. Exit 0: same identity; 1: differs; 2: bad input."""
+    from provenance.cli.output import console, print_json
+    from provenance.diff import diff_manifests
     from provenance.resolve import load_manifest
 
     d = diff_manifests(load_manifest(a), load_manifest(b))

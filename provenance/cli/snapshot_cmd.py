@@ -107,16 +107,21 @@ def snapshot(
 
     manifest, warnings = take_snapshot(SnapshotOptions(python=python, verify_files=verify_files))
     digest = manifest.digest()
+    stored = None
     if out is not None:
         manifest.write(out, fmt)
+    else:  # kept in the run store, so `prov diff`/`prov compare` can name it by digest
+        from provenance.store import open_store
+
+        stored = open_store().put_manifest(manifest)
     if as_json:
         sys.stdout.write(manifest.to_json())
-    from provenance.cli.output import console
+    from provenance.cli.output import plain_rows
 
-    con = console(stderr=as_json)
-    for label, text in summary_lines(manifest.facts, digest):
-        con.print(f"[bold]{label:>8}[/bold]  {text}")
-    for w in warnings:
-        con.print(f"[yellow] warning[/yellow]  {w}")
+    rows = summary_lines(manifest.facts, digest)
+    rows += [("warning", w) for w in warnings]
     if out is not None:
-        con.print(f"[bold]{'written':>8}[/bold]  {out}")
+        rows.append(("written", str(out)))
+    if stored is not None:
+        rows.append(("stored", stored))
+    plain_rows(rows, sys.stderr if as_json else sys.stdout)

@@ -18,7 +18,6 @@ import platform
 import re
 import sys
 import sysconfig
-from concurrent.futures import ThreadPoolExecutor
 from importlib import metadata
 from pathlib import Path
 
@@ -209,6 +208,8 @@ def verify_files(rows_by_package: dict, workers: int | None = None) -> tuple[dic
             jobs.append(
                 (name, os.path.normpath(os.path.join(location, row[0])), row[0], algo, expected)
             )
+    from concurrent.futures import ThreadPoolExecutor  # only needed with --verify-files
+
     workers = workers or min(32, (os.cpu_count() or 1) * 4)
     with ThreadPoolExecutor(max_workers=workers) as pool:
         actual = list(pool.map(lambda job: _hash_file(job[1], job[3]), jobs, chunksize=64))
@@ -231,7 +232,7 @@ def collect(paths: list | None = None, verify: bool = False) -> dict:
     rows: dict | None = {} if verify else None
     packages = distributions(paths, warnings, keep_rows=rows)
     section = interpreter()
-    section["sys_path"] = [p for p in paths if p]
+    section["sys_path"] = [strip_url_credentials(p) for p in paths if p]
     stats = {"packages": len(packages)}
     if verify and rows is not None:
         problems, checked = verify_files(rows)

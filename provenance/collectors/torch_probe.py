@@ -41,7 +41,14 @@ put("debug", lambda: torch.version.debug)
 put("cuda_available", lambda: torch.cuda.is_available())
 put("cuda_device_count", lambda: torch.cuda.device_count())
 put("cuda_arch_list", lambda: torch.cuda.get_arch_list())
-put("cudnn", lambda: torch.backends.cudnn.version())
+def cudnn_version():
+    v = torch.backends.cudnn.version()
+    if not v:
+        return None
+    # cuDNN 9 encodes major*10000 + minor*100 + patch; cuDNN 8 and older major*1000 + ...
+    major, rest = (v // 10000, v % 10000) if v >= 90000 else (v // 1000, v % 1000)
+    return f"{major}.{rest // 100}.{rest % 100}"
+put("cudnn", cudnn_version)
 put("nccl", lambda: ".".join(map(str, torch.cuda.nccl.version())) if torch.cuda.is_available() else None)
 put("cpu_capability", lambda: torch.backends.cpu.get_cpu_capability())
 put("mkldnn", lambda: torch.backends.mkldnn.is_available())

@@ -5,13 +5,14 @@ context:  true but not numerics-relevant (hostnames, paths, clocks, timestamps, 
 redacted: a secret; its presence is recorded, its value never is.
 
 Patterns are matched against key segments: `*` matches one segment, `**` any number
-(including none). The first matching row wins; a leaf no row matches is identity, so a
+(including none), and a segment such as `PIP_*` is a shell-style glob within one segment. The first matching row wins; a leaf no row matches is identity, so a
 new fact is comparable by default rather than silently ignored.
 """
 
 from __future__ import annotations
 
 import enum
+from fnmatch import fnmatchcase
 from functools import lru_cache
 
 from provenance.model.keys import split_key
@@ -57,6 +58,15 @@ CLASSIFICATION: tuple[tuple[str, LeafKind], ...] = (
     ("gpu.devices.*.memory_used_mib", C),
     ("gpu.devices.*.power_draw_w", C),
     ("gpu.devices.*.utilization_pct", C),
+    # env: where caches and installers live is not what the workload computes with
+    ("env.VIRTUAL_ENV", C),
+    ("env.CONDA_*", C),
+    ("env.PIP_*", C),
+    ("env.UV_*", C),
+    ("env.*_CACHE*", C),
+    ("env.HF_HOME", C),
+    ("env.TORCH_HOME", C),
+    ("env.LANG", C),
     ("torch.probe_seconds", C),
     ("torch.cache", C),
     ("image.source", C),
@@ -74,7 +84,9 @@ def _match(pattern: tuple[str, ...], key: tuple[str, ...]) -> bool:
         return any(_match(rest, key[i:]) for i in range(len(key) + 1))
     if not key:
         return False
-    return (head == "*" or head == key[0]) and _match(rest, key[1:])
+    if head == "*" or head == key[0] or ("*" in head and fnmatchcase(key[0], head)):
+        return _match(rest, key[1:])
+    return False
 
 
 _COMPILED = tuple((tuple(p.split(".")), kind) for p, kind in CLASSIFICATION)

@@ -45,6 +45,9 @@ def test_classification_table():
     assert classify("gpu.devices.0.uuid") is LeafKind.CONTEXT
     assert classify("gpu.devices.0.compute_capability") is LeafKind.IDENTITY
     assert classify("env.HF_TOKEN", REDACTED) is LeafKind.REDACTED
+    assert classify("env.PIP_INDEX_URL") is LeafKind.CONTEXT
+    assert classify("env.HF_HUB_CACHE") is LeafKind.CONTEXT
+    assert classify("env.NCCL_ALGO") is LeafKind.IDENTITY
 
 
 def test_toml_round_trip_is_byte_identical():

@@ -1,0 +1,63 @@
+"""`prov exec [--name N] [--output PATH ...] [--tag K=V ...] -- CMD ARGS...`: a recorded run."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from provenance.cli import app
+from provenance.errors import ProvError
+
+
+def parse_pairs(pairs: list[str], option: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in pairs:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ProvError(f"{option} expects KEY=VALUE, got {item!r}")
+        out[key] = value
+    return out
+
+
+@app.command(
+    "exec",
+    context_settings={"allow_interspersed_args": False, "ignore_unknown_options": True},
+)
+def exec_(
+    command: list[str] = typer.Argument(..., help="The command and its arguments (after --)."),
+    name: str = typer.Option(None, "--name", "-n", help="A name for the run."),
+    output: list[str] = typer.Option(
+        [], "--output", "-o", help="A file or directory the run produces (hashed at the end)."
+    ),
+    tag: list[str] = typer.Option([], "--tag", "-t", help="A KEY=VALUE label (repeatable)."),
+    param: list[str] = typer.Option(
+        [], "--param", "-p", help="A KEY=VALUE run parameter, recorded as run.params.KEY."
+    ),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No summary line on stderr."),
+) -> None:
+    """Run CMD as a recorded run: snapshot, git state, logs, loaded libraries, outputs.
+
+    Exits with CMD's own status (128+N when signal N killed it).
+    """
+    from runners.supervisor import run_supervised
+
+    if command and command[0] == "--":
+        command = command[1:]
+    result = run_supervised(
+        command,
+        name=name,
+        outputs=output,
+        tags=parse_pairs(tag, "--tag"),
+        params=parse_pairs(param, "--param"),
+    )
+    if not quiet:
+        rec = result.record
+        how = f"signal {rec['signal']}" if rec.get("signal") else f"exit {result.exit_status}"
+        if result.state == "failed":
+            how = rec.get("error", "failed")
+        sys.stderr.write(
+            f"prov: run {result.run_id[:12]} {result.state}: {how} "
+            f"in {rec.get('duration_s', 0):.3f} s\n"
+        )
+    raise typer.Exit(result.exit_status)

@@ -1,0 +1,187 @@
+"""`prov runs` (newest first) and `prov show RUN` (a unique run id prefix is enough)."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from provenance.cli import app
+from provenance.errors import ProvError
+
+STATE_STYLE = {
+    "complete": "green",
+    "running": "cyan",
+    "abandoned": "red",
+    "failed": "red",
+}
+
+
+def _duration(started: str, ended: str | None) -> str:
+    if not ended:
+        return ""
+    import datetime as dt
+
+    fmt = "%Y-%m-%dT%H:%M:%S.%fZ"
+    try:
+        secs = (
+            dt.datetime.strptime(ended, fmt) - dt.datetime.strptime(started, fmt)
+        ).total_seconds()
+    except ValueError:
+        return ""
+    return f"{secs:.2f} s" if secs < 120 else f"{secs / 60:.1f} min"
+
+
+def _info_json(info) -> dict:
+    return {
+        "run_id": info.run_id,
+        "state": info.state,
+        "name": info.name,
+        "started_at": info.started_at,
+        "ended_at": info.ended_at,
+        "exit_status": info.exit_status,
+        "manifest_digest": info.manifest_digest,
+        "record": info.record_digest,
+        "command": info.command,
+    }
+
+
+@app.command()
+def runs(
+    limit: int = typer.Option(50, "--limit", "-n", help="Show at most this many (0: all)."),
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+) -> None:
+    """List recorded runs, newest first."""
+    from provenance.cli.output import console, print_json
+    from provenance.store import open_store
+
+    store = open_store()
+    infos = [] if not (store.root / "objects").is_dir() else store.list_runs(limit or None)
+    if as_json:
+        print_json([_info_json(i) for i in infos])
+        return
+    from rich.table import Table
+
+    from provenance.cli.output import short
+
+    table = Table(title=f"runs in {store.root}", title_justify="left")
+    for col in ("run", "name", "state", "exit", "started", "duration", "command"):
+        table.add_column(col, overflow="fold" if col == "command" else "ellipsis")
+    for i in infos:
+        style = STATE_STYLE.get(i.state, "")
+        table.add_row(
+            i.run_id[:12],
+            i.name or "",
+            f"[{style}]{i.state}[/{style}]" if style else i.state,
+            "" if i.exit_status is None else str(i.exit_status),
+            i.started_at.replace("T", " ")[:19],
+            _duration(i.started_at, i.ended_at),
+            short(" ".join(i.command), 80),
+        )
+    console().print(table)
+
+
+def _print_show(info, rec: dict) -> None:
+    from provenance.cli.output import plain_rows
+
+    rows = [
+        ("run", info.run_id),
+        ("state", info.state),
+        ("command", " ".join(rec.get("command", []))),
+        ("cwd", rec.get("cwd", "")),
+        ("started", rec.get("started_at", "")),
+    ]
+    if rec.get("name"):
+        rows.insert(1, ("name", rec["name"]))
+    if rec.get("ended_at"):
+        rows.append(("ended", f"{rec['ended_at']}  ({rec.get('duration_s', 0):.3f} s)"))
+    if rec.get("exit_status") is not None:
+        sig = f"  ({rec['signal']})" if rec.get("signal") else ""
+        rows.append(("exit", f"{rec['exit_status']}{sig}"))
+    if rec.get("error"):
+        rows.append(("error", rec["error"]))
+    rows.append(("manifest", f"{rec.get('manifest_digest')}  (object {rec.get('manifest')})"))
+    rows.append(("snapshot", f"cache {rec.get('snapshot', {}).get('cache', '?')}"))
+    git = rec.get("git", {})
+    if git.get("repository"):
+        dirty = " dirty" if git.get("dirty") else ""
+        rows.append(("git", f"{git.get('root')}  {git.get('branch')} {git.get('head')}{dirty}"))
+        if git.get("diff"):
+            rows.append(("git diff", f"{git['diff']}  ({git.get('diff_size', 0)} bytes)"))
+        if git.get("untracked"):
+            rows.append(("untracked", f"{len(git['untracked'])} file(s)"))
+    else:
+        rows.append(("git", git.get("error", "not a git repository")))
+    for k, v in sorted((rec.get("tags") or {}).items()):
+        rows.append(("tag", f"{k}={v}"))
+    for k, v in sorted((rec.get("params") or {}).items()):
+        rows.append(("param", f"{k}={v}"))
+    for label, log in sorted((rec.get("logs") or {}).items()):
+        rows.append((label, f"{log['digest']}  ({log['size']} bytes)"))
+    for path, out in sorted((rec.get("outputs") or {}).items()):
+        rows.append(("output", f"{path}  {out.get('type')}  {out.get('digest', '')}"))
+    for path, f in sorted((rec.get("run_dir") or {}).items()):
+        rows.append(("run file", f"{path}  {f.get('digest', '')}"))
+    libs = rec.get("loaded_libraries") or []
+    if libs:
+        rows.append(("libs", f"{len(libs)} shared libraries loaded"))
+        for lib in libs:
+            rows.append(("", f"{lib['path']}  {lib.get('sha256')}"))
+    drift = rec.get("drift") or {}
+    if drift.get("detected"):
+        rows.append(("drift", f"{drift.get('changes_total')} identity key(s) changed during run"))
+        for c in drift.get("changes", [])[:20]:
+            rows.append(("", f"{c['change']} {c['key']}: {c.get('a')} -> {c.get('b')}"))
+    elif drift.get("checked"):
+        rows.append(("drift", "none"))
+    res = rec.get("resources") or {}
+    if res:
+        rows.append(
+            (
+                "cpu",
+                f"command {res.get('child_cpu_s')} s, prov {res.get('prov_cpu_s')} s "
+                f"({res.get('prov_cpu_while_running_s')} s while the command ran)",
+            )
+        )
+    for w in rec.get("warnings", []):
+        rows.append(("warning", w))
+    plain_rows(rows)
+
+
+@app.command()
+def show(
+    run: str = typer.Argument(..., help="Run id or a unique prefix of it."),
+    as_json: bool = typer.Option(False, "--json", help="The full run record as JSON."),
+    cat: str = typer.Option(
+        None,
+        "--cat",
+        help="Write a stored file of the run: stdout, stderr, git.diff, or a PROV_RUN_DIR path.",
+    ),
+) -> None:
+    """Show one run's record."""
+    from provenance.cli.output import print_json
+    from provenance.store import open_store
+
+    store = open_store()
+    if not (store.root / "objects").is_dir():
+        raise ProvError(f"no store at {store.root}")
+    info = store.get_run(run)
+    rec = info.record
+    if cat is not None:
+        digest = None
+        if cat in (rec.get("logs") or {}):
+            digest = rec["logs"][cat]["digest"]
+        elif cat == "git.diff":
+            digest = (rec.get("git") or {}).get("diff")
+        elif cat in (rec.get("run_dir") or {}):
+            digest = rec["run_dir"][cat].get("digest")
+        if not digest:
+            raise ProvError(f"run {info.run_id} has no stored {cat!r}")
+        for chunk in store.objects.open_verified(store.resolve_object(digest)):
+            sys.stdout.buffer.write(chunk)
+        sys.stdout.flush()
+        return
+    if as_json:
+        print_json({**rec, "state": info.state, "record": info.record_digest})
+        return
+    _print_show(info, rec)

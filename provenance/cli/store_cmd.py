@@ -1,0 +1,76 @@
+"""`prov store reindex` and `prov store fsck`."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from provenance.cli import app
+from provenance.errors import ProvError
+
+store_app = typer.Typer(
+    help="Maintain the run store (.prov/ or $PROV_STORE).", no_args_is_help=True
+)
+app.add_typer(store_app, name="store")
+
+
+def _open():
+    from provenance.store import open_store
+
+    store = open_store()
+    if not (store.root / "objects").is_dir():
+        raise ProvError(f"no store at {store.root}")
+    return store
+
+
+@store_app.command()
+def reindex() -> None:
+    """Rebuild the SQLite index from the objects alone."""
+    store = _open()
+    result = store.reindex()
+    sys.stdout.write(
+        f"reindexed {store.root}: {result.runs} runs, {result.manifests} manifests, "
+        f"{result.comparisons} comparisons, {result.objects} objects\n"
+    )
+    if result.corrupt:
+        sys.stderr.write(
+            f"prov: {len(result.corrupt)} corrupt object(s) skipped (see `prov store fsck`)\n"
+        )
+        raise typer.Exit(1)
+
+
+@store_app.command()
+def fsck(as_json: bool = typer.Option(False, "--json", help="Machine-readable output.")) -> None:
+    """Re-hash every object and check the index: exit 1 on anything corrupt or missing."""
+    from provenance.cli.output import print_json
+
+    store = _open()
+    r = store.fsck()
+    if as_json:
+        print_json(r.to_json())
+        raise typer.Exit(0 if r.ok else 1)
+    out = sys.stdout
+    out.write(f"checked {r.objects} objects in {store.root}\n")
+    for d in r.corrupt:
+        out.write(f"corrupt   {d}\n")
+    for d, origin in r.missing:
+        out.write(f"missing   {d}  (referenced by {origin})\n")
+    for p in r.stray:
+        out.write(f"stray     {p}  (not named by its digest)\n")
+    for p in r.index_problems:
+        out.write(f"index     {p}\n")
+    for rid in r.unindexed_runs:
+        out.write(f"unindexed run {rid}  (`prov store reindex` adds it)\n")
+    for rid in r.stale_runs:
+        out.write(f"stale     run {rid}: the index lags its newest record (`prov store reindex`)\n")
+    if r.orphaned:
+        out.write(
+            f"orphaned  {len(r.orphaned)} object(s) no record refers to (left by killed runs)\n"
+        )
+    if r.temp_files:
+        out.write(f"temp      {r.temp_files} file(s) in tmp/ (from interrupted writes)\n")
+    states = ", ".join(f"{n} {s}" for s, n in sorted(r.runs.items())) or "none"
+    out.write(f"runs: {states}\n")
+    out.write("ok\n" if r.ok else "FAILED\n")
+    raise typer.Exit(0 if r.ok else 1)

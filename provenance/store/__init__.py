@@ -1,0 +1,22 @@
+"""The run store: content-addressed immutable objects plus a rebuildable SQLite index.
+
+Layout of a store (default `.prov/` at the git root of the cwd, else the cwd; $PROV_STORE
+overrides):
+
+    objects/sha256/ab/cdef...   immutable objects, named by the sha256 of their bytes
+    index.sqlite (+ -wal, -shm)  the index of runs, manifests and comparisons (WAL mode)
+    tmp/                         temp files being written (fsynced, then renamed into objects/)
+    runs/<run id>/               PROV_RUN_DIR of a running run; ingested into objects at its end
+"""
+
+from provenance.store.objects import CorruptObject
+from provenance.store.store import RunInfo, Store, default_store_path, find_git_root, open_store
+
+__all__ = [
+    "CorruptObject",
+    "RunInfo",
+    "Store",
+    "default_store_path",
+    "find_git_root",
+    "open_store",
+]

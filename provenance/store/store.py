@@ -1,0 +1,314 @@
+"""The run store: objects plus the SQLite index, behind one small API."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from provenance.errors import ProvError
+from provenance.model import Manifest, ManifestError
+from provenance.store import index as idx
+from provenance.store.objects import ObjectStore, split_digest
+from provenance.store.records import (
+    COMPARISON_KIND,
+    FINAL_STATES,
+    RECORD_SCHEMA,
+    RUN_KIND,
+    effective_state,
+    encode,
+    index_row,
+    now_iso,
+)
+
+STORE_DIR = ".prov"
+
+
+def find_git_root(start: Path) -> Path | None:
+    """The nearest directory holding `.git` (a directory, or a file for worktrees)."""
+    for d in (start, *start.parents):
+        if (d / ".git").exists():
+            return d
+    return None
+
+
+def default_store_path(cwd: Path | None = None) -> Path:
+    env = os.environ.get("PROV_STORE")
+    if env:
+        return Path(env).expanduser().absolute()
+    cwd = (cwd or Path.cwd()).absolute()
+    return (find_git_root(cwd) or cwd) / STORE_DIR
+
+
+@dataclass
+class RunInfo:
+    """A run as the index lists it; `record` is loaded on demand by `Store.get_run`."""
+
+    run_id: str
+    state: str  # running, abandoned, complete, failed
+    record_digest: str
+    name: str | None
+    started_at: str
+    ended_at: str | None
+    exit_status: int | None
+    manifest_digest: str | None
+    command: list[str]
+    record: dict[str, Any] = field(default_factory=dict)
+
+
+class Store:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.objects = ObjectStore(root)
+        self.runs_dir = root / "runs"
+        self._conn: sqlite3.Connection | None = None
+
+    # -- set-up -----------------------------------------------------------------
+    def _ensure_layout(self) -> None:
+        if not (self.root / "objects").is_dir():
+            self.root.mkdir(parents=True, exist_ok=True)
+            # The store never shows up as untracked files of the repository it sits in.
+            ignore = self.root / ".gitignore"
+            if not ignore.exists():
+                ignore.write_text("*\n")
+            (self.root / "objects").mkdir(exist_ok=True)
+
+    @property
+    def db(self) -> sqlite3.Connection:
+        if self._conn is None:
+            self._ensure_layout()
+            try:
+                self._conn = idx.connect(self.root / "index.sqlite")
+            except sqlite3.DatabaseError as exc:
+                raise ProvError(
+                    f"{self.root}/index.sqlite is unreadable ({exc}); "
+                    "run `prov store reindex` to rebuild it from the objects"
+                ) from None
+        return self._conn
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    # -- objects ----------------------------------------------------------------
+    def put_bytes(self, data: bytes, kind: str = "blob") -> str:
+        self._ensure_layout()
+        digest = self.objects.put_bytes(data)
+        with idx.transaction(self.db) as conn:
+            idx.add_object(conn, digest, kind, len(data))
+        return digest
+
+    def get_bytes(self, digest: str) -> bytes:
+        return self.objects.get_bytes(self.resolve_object(digest))
+
+    def get_json(self, digest: str) -> dict[str, Any]:
+        try:
+            doc = json.loads(self.get_bytes(digest))
+        except ValueError:
+            raise ProvError(f"object {digest} is not a JSON document") from None
+        if not isinstance(doc, dict):
+            raise ProvError(f"object {digest} is not a JSON document")
+        return doc
+
+    def resolve_object(self, prefix: str) -> str:
+        hexpart = split_digest(prefix)
+        if len(hexpart) == 64:
+            return f"sha256:{hexpart}"
+        found = self.objects.resolve_prefix(prefix)
+        if not found:
+            raise ProvError(f"{prefix}: no such object in {self.root}")
+        if len(found) > 1:
+            raise ProvError(f"{prefix}: ambiguous object prefix ({len(found)} objects match)")
+        return found[0]
+
+    # -- manifests --------------------------------------------------------------
+    def put_manifest(self, manifest: Manifest) -> str:
+        """Store `manifest` as a JSON object; returns the object digest."""
+        self._ensure_layout()
+        data = manifest.to_json().encode("utf-8")
+        digest = self.objects.put_bytes(data)
+        with idx.transaction(self.db) as conn:
+            idx.add_object(conn, digest, "manifest", len(data))
+            conn.execute(
+                "INSERT OR IGNORE INTO manifests (object, manifest_digest, created_at) "
+                "VALUES (?, ?, ?)",
+                (digest, manifest.digest(), now_iso()),
+            )
+        return digest
+
+    def resolve_manifest(self, prefix: str) -> str | None:
+        """Object digest for a manifest object prefix or a manifest (identity) digest prefix."""
+        try:
+            hexpart = split_digest(prefix)
+        except ProvError:
+            return None
+        if len(hexpart) < 4:
+            return None
+        pat = f"sha256:{hexpart}%"
+        rows = self.db.execute(
+            "SELECT object FROM manifests WHERE object LIKE ?", (pat,)
+        ).fetchall()
+        if len(rows) > 1:
+            raise ProvError(f"{prefix}: ambiguous manifest prefix ({len(rows)} match)")
+        if rows:
+            return rows[0]["object"]
+        rows = self.db.execute(
+            "SELECT DISTINCT manifest_digest FROM manifests WHERE manifest_digest LIKE ?", (pat,)
+        ).fetchall()
+        if len(rows) > 1:
+            raise ProvError(f"{prefix}: ambiguous manifest digest prefix ({len(rows)} match)")
+        if not rows:
+            return None
+        # Every object with this identity digest has the same identity; take the newest.
+        row = self.db.execute(
+            "SELECT object FROM manifests WHERE manifest_digest = ? "
+            "ORDER BY created_at DESC LIMIT 1",
+            (rows[0]["manifest_digest"],),
+        ).fetchone()
+        return row["object"]
+
+    def load_manifest(self, digest_prefix: str) -> Manifest:
+        obj = self.resolve_manifest(digest_prefix)
+        if obj is None:
+            raise ProvError(f"{digest_prefix}: no such manifest in {self.root}")
+        return self.manifest_object(obj)
+
+    def manifest_object(self, digest: str) -> Manifest:
+        try:
+            return Manifest.loads(self.get_bytes(digest).decode("utf-8"), origin=digest)
+        except ManifestError as exc:
+            raise ProvError(str(exc)) from None
+
+    # -- runs -------------------------------------------------------------------
+    def _put_record(self, record: dict[str, Any], extra_objects=(), manifest=None) -> str:
+        data = encode(record)
+        digest = self.objects.put_bytes(data)
+        with idx.transaction(self.db) as conn:
+            idx.add_object(conn, digest, "run", len(data))
+            for d, kind, size in extra_objects:
+                idx.add_object(conn, d, kind, size)
+            if manifest is not None:
+                conn.execute(
+                    "INSERT OR IGNORE INTO manifests (object, manifest_digest, created_at) "
+                    "VALUES (?, ?, ?)",
+                    (manifest[0], manifest[1], record.get("started_at") or now_iso()),
+                )
+            idx.upsert_run(conn, index_row(record, digest))
+        return digest
+
+    def create_run(
+        self, record: dict[str, Any], manifest: tuple[str, str] | None = None, extra_objects=()
+    ) -> str:
+        """Record a started run (objects first, then the index rows); returns its digest.
+
+        `manifest` is (object digest, identity digest) of its already stored manifest.
+        """
+        record = {**record, "kind": RUN_KIND, "schema_version": RECORD_SCHEMA, "state": "started"}
+        self._ensure_layout()
+        return self._put_record(record, extra_objects, manifest)
+
+    def finalize_run(self, record: dict[str, Any], previous: str, extra_objects=()) -> str:
+        """Write the final record of a run (state complete or failed), pointing at `previous`."""
+        if record.get("state") not in FINAL_STATES:
+            raise ValueError(f"final state must be one of {FINAL_STATES}")
+        record = {**record, "kind": RUN_KIND, "schema_version": RECORD_SCHEMA, "previous": previous}
+        return self._put_record(record, extra_objects)
+
+    def run_dir(self, run_id: str) -> Path:
+        return self.runs_dir / run_id
+
+    @staticmethod
+    def _info(row: sqlite3.Row) -> RunInfo:
+        return RunInfo(
+            run_id=row["run_id"],
+            state=effective_state(
+                row["state"], row["sup_host"], row["sup_pid"], row["sup_boot"], row["sup_start"]
+            ),
+            record_digest=row["record"],
+            name=row["name"],
+            started_at=row["started_at"],
+            ended_at=row["ended_at"],
+            exit_status=row["exit_status"],
+            manifest_digest=row["manifest_digest"],
+            command=json.loads(row["command"]),
+        )
+
+    def list_runs(self, limit: int | None = None) -> list[RunInfo]:
+        sql = "SELECT * FROM runs ORDER BY started_at DESC, run_id"
+        params: tuple = ()
+        if limit:
+            sql += " LIMIT ?"
+            params = (limit,)
+        return [self._info(r) for r in self.db.execute(sql, params)]
+
+    def find_runs(self, prefix: str) -> list[str]:
+        if not prefix or set(prefix.lower()) - set("0123456789abcdef"):
+            return []
+        rows = self.db.execute(
+            "SELECT run_id FROM runs WHERE run_id LIKE ?", (prefix.lower() + "%",)
+        ).fetchall()
+        return [r["run_id"] for r in rows]
+
+    def get_run(self, prefix: str) -> RunInfo:
+        """A run by id or unique id prefix (as git resolves commits), record loaded."""
+        ids = self.find_runs(prefix)
+        if not ids:
+            raise ProvError(f"{prefix}: no such run in {self.root}")
+        if len(ids) > 1:
+            raise ProvError(f"{prefix}: ambiguous run id prefix ({len(ids)} runs match)")
+        row = self.db.execute("SELECT * FROM runs WHERE run_id = ?", (ids[0],)).fetchone()
+        info = self._info(row)
+        info.record = self.get_json(info.record_digest)
+        return info
+
+    def run_manifest(self, record: dict[str, Any]) -> Manifest:
+        """The run's manifest: the snapshot plus the sections the run itself added."""
+        base = self.manifest_object(record["manifest"])
+        extra = record.get("facts") or {}
+        if not extra:
+            return base
+        facts = dict(base.facts)
+        facts.update(extra)
+        return Manifest(facts)
+
+    # -- comparisons ------------------------------------------------------------
+    def put_comparison(self, doc: dict[str, Any]) -> str:
+        doc = {**doc, "kind": COMPARISON_KIND, "schema_version": RECORD_SCHEMA}
+        data = encode(doc)
+        self._ensure_layout()
+        digest = self.objects.put_bytes(data)
+        with idx.transaction(self.db) as conn:
+            idx.add_object(conn, digest, "comparison", len(data))
+            conn.execute(
+                "INSERT OR IGNORE INTO comparisons (object, a, b, created_at) VALUES (?, ?, ?, ?)",
+                (digest, doc["a"]["ref"], doc["b"]["ref"], doc.get("created_at", now_iso())),
+            )
+        return digest
+
+    def list_comparisons(self) -> list[dict[str, Any]]:
+        return [
+            dict(r) for r in self.db.execute("SELECT * FROM comparisons ORDER BY created_at DESC")
+        ]
+
+    # -- maintenance --------------------------------------------------------------
+    def reindex(self):
+        from provenance.store.maintenance import reindex
+
+        return reindex(self)
+
+    def fsck(self):
+        from provenance.store.maintenance import fsck
+
+        return fsck(self)
+
+
+def open_store(path: str | Path | None = None) -> Store:
+    """The store at `path`, else $PROV_STORE, else `.prov/` at the git root (or cwd)."""
+    root = Path(path).expanduser().absolute() if path else default_store_path()
+    if root.exists() and not root.is_dir():
+        raise ProvError(f"{root}: store path exists and is not a directory")
+    return Store(root)

@@ -1,0 +1,23 @@
+"""Golden files: compare output with a file under tests/golden/.
+
+Regenerate every golden file with the one switch `PROV_UPDATE_GOLDEN=1 make test`
+(or `PROV_UPDATE_GOLDEN=1 .venv/bin/pytest`), then review the diff in git.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+GOLDEN_DIR = Path(__file__).parent / "golden"
+
+
+def check_golden(name: str, actual: str) -> None:
+    path = GOLDEN_DIR / name
+    if os.environ.get("PROV_UPDATE_GOLDEN") == "1":
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(actual)
+        return
+    assert path.exists(), f"golden file {path} missing: run with PROV_UPDATE_GOLDEN=1"
+    expected = path.read_text()
+    assert actual == expected, f"output differs from {path} (PROV_UPDATE_GOLDEN=1 regenerates)"
