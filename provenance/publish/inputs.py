@@ -1,8 +1,7 @@
 """The small adapter between the run store (`prov exec`) and SBOM/publish.
 
 Everything publish and sbom need from a run is in `RunInfo`; the store's own record format
-stays the store's business. Until the store exists in this build, `--run` fails with one
-clear line instead of guessing.
+stays the store's business and is read in one place, `run_info_from_record`.
 """
 
 from __future__ import annotations
@@ -41,16 +40,38 @@ class Subject:
 
 
 def load_run(ref: str) -> tuple[RunInfo, Manifest]:
-    """A run and its manifest from the store; a clear error while the store is absent."""
+    """A run (id or unique prefix) and its manifest from the store (`prov exec`)."""
+    from provenance.resolve import resolve
+
     try:
-        from provenance import store  # noqa: F401  (provided by `prov exec`)
-    except ImportError:
-        raise ProvError(
-            f"--run {ref}: this build of prov has no run store yet (prov exec); "
-            "use --manifest FILE instead"
-        ) from None
-    return _load_from_store(ref)
+        resolved = resolve(ref)
+    except ProvError as exc:
+        raise ProvError(f"--run {ref}: {exc}", exc.exit_code) from None
+    if resolved.type != "run" or resolved.run is None:
+        raise ProvError(f"--run {ref}: not a run (it names a {resolved.type})")
+    return run_info_from_record(resolved.run.record), resolved.manifest
 
 
-def _load_from_store(ref: str) -> tuple[RunInfo, Manifest]:  # pragma: no cover - wired on merge
-    raise ProvError(f"--run {ref}: reading runs from the store is not wired in this build")
+def _digests(entries: Any) -> dict[str, str]:
+    out = {}
+    if isinstance(entries, dict):
+        for name, entry in entries.items():
+            if isinstance(entry, dict) and isinstance(entry.get("digest"), str):
+                out[str(name)] = entry["digest"]
+    return out
+
+
+def run_info_from_record(record: dict[str, Any]) -> RunInfo:
+    """The store's run record (runners/supervisor.py) reduced to what publishing needs."""
+    status = record.get("exit_status")
+    return RunInfo(
+        run_id=str(record["run_id"]),
+        argv=tuple(str(a) for a in record.get("command") or ()),
+        started=record.get("started_at"),
+        ended=record.get("ended_at"),
+        exit_status=status if isinstance(status, int) else None,
+        manifest_digest=record.get("manifest_digest"),
+        outputs=_digests(record.get("outputs")),
+        logs=_digests(record.get("logs")),
+        record=record,
+    )

@@ -32,6 +32,16 @@ def build_statement(
     }
     if run is not None:
         external["command"] = redact_argv(list(run.argv))
+        params = run.record.get("params")
+        if isinstance(params, dict) and params:
+            external["runParameters"] = {k: redact_value(k, str(v))
+                                         for k, v in sorted(params.items())}
+        # A result the run itself declared as an output says so in its subject entry.
+        by_digest = {d: p for p, d in run.outputs.items()}
+        for subj in subjects:
+            path = by_digest.get("sha256:" + subj["digest"]["sha256"])
+            if path:
+                subj["annotations"] = {"runOutput": path}
     resolved = [
         descriptor(
             "manifest",

@@ -253,8 +253,9 @@ def test_cli_publish_keygen_and_errors(tmp_path):
     assert prov("verify", str(out), "--key", str(tmp_path / "k.pub")).returncode == 0
     again = prov("publish", *map(str, res), "--manifest", str(mpath), "--out", str(out))
     assert again.returncode == 2 and "exists" in again.stderr
-    norun = prov("publish", str(res[0]), "--run", "r-1", "--out", str(tmp_path / "x"))
-    assert norun.returncode == 2 and "run store" in norun.stderr
+    norun = prov("publish", str(res[0]), "--run", "r-1", "--out", str(tmp_path / "x"),
+                 env={"PROV_STORE": str(tmp_path / "store")})
+    assert norun.returncode == 2 and norun.stderr.startswith("prov: error: --run r-1: ")
     missing = prov("publish", str(tmp_path / "nope.json"), "--manifest", str(mpath), "--out",
                    str(tmp_path / "y"))
     assert missing.returncode == 2 and "no such result file" in missing.stderr
@@ -265,3 +266,37 @@ def test_cli_publish_keygen_and_errors(tmp_path):
     garbage.write_bytes(b"not a tarball")
     g = prov("verify", str(garbage))
     assert g.returncode == 1 and "FAILED at step 1" in g.stdout
+
+
+def test_publish_a_real_run_from_the_store(tmp_path, keys):
+    """`prov exec` records a run in a fresh store; publish --run and sbom --run read it."""
+    import os
+    import subprocess
+
+    from tests.provenance.sbom.helpers_sbom import PROV
+
+    key, pub, _ = keys
+    env = {**os.environ, "PROV_STORE": str(tmp_path / "store")}
+    script = "open('out.json', 'w').write('{\"metric\": \"top1_agreement\", \"value\": 0.9}')"
+    subprocess.run([*PROV, "exec", "-q", "-o", "out.json", "-p", "model=tiny", "--",
+                    "python3", "-c", script], cwd=tmp_path, env=env, check=True, timeout=300)
+    runs = json.loads(subprocess.run([*PROV, "runs", "--json"], cwd=tmp_path, env=env,
+                                     check=True, capture_output=True, text=True).stdout)
+    run_id = (runs if isinstance(runs, list) else runs["runs"])[0]["run_id"]
+    out = tmp_path / "bundle"
+    r = subprocess.run([*PROV, "publish", "out.json", "--run", run_id[:8], "--key", str(key),
+                        "--out", str(out)], cwd=tmp_path, env=env, capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert (out / "runs" / f"{run_id}.json").exists()
+    report = verify_bundle(str(out), pub)
+    assert report.failed is None, report.to_json()
+    statement = json.loads(base64.b64decode(json.loads((out / SIGNED_NAME).read_text())["payload"]))
+    assert statement["subject"][0]["annotations"] == {"runOutput": "out.json"}
+    ext = statement["predicate"]["buildDefinition"]["externalParameters"]
+    assert ext["command"][:2] == ["python3", "-c"] and ext["runParameters"] == {"model": "tiny"}
+    assert statement["predicate"]["runDetails"]["metadata"]["invocationId"] == run_id
+    sbom = subprocess.run([*PROV, "sbom", "--run", run_id], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300)
+    doc = json.loads(sbom.stdout)
+    assert doc["formulation"][0]["workflows"][0]["uid"] == run_id

@@ -113,6 +113,7 @@ def check_golden(name: str, text: str) -> None:
     )
 
 
-def prov(*args: str, cwd: Path | None = None, timeout: int = 120) -> subprocess.CompletedProcess:
+def prov(*args: str, cwd: Path | None = None, timeout: int = 120,
+         env: dict | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([*PROV, *args], capture_output=True, text=True, cwd=cwd,
-                          timeout=timeout)
+                          timeout=timeout, env={**os.environ, **(env or {})})

@@ -163,5 +163,5 @@ def test_cli_manifest_to_file_and_bad_input(tmp_path):
     r3 = prov("sbom", "--manifest", str(bad), "--out", str(tmp_path / "x.json"))
     assert r3.returncode == 2 and r3.stderr.startswith("prov: error:")
     assert len(r3.stderr.strip().splitlines()) == 1 and not (tmp_path / "x.json").exists()
-    r4 = prov("sbom", "--run", "r-1")
-    assert r4.returncode == 2 and "run store" in r4.stderr
+    r4 = prov("sbom", "--run", "r-1", env={"PROV_STORE": str(tmp_path / "store")})
+    assert r4.returncode == 2 and r4.stderr.startswith("prov: error: --run r-1: ")
