@@ -6,7 +6,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 # Debian packages the test suite uses (oracles and real parts nobody here wrote).
-APT_PACKAGES ?= dpkg
+APT_PACKAGES ?= dpkg debootstrap umoci skopeo docker.io docker-registry zstd
 
 .PHONY: run test lint venv apt clean
 

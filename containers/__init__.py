@@ -1,5 +1,36 @@
 """Container images: references, digests, daemonless readers, layer walking, catalogers.
 
-May import only the manifest model (`provenance.model`). The catalogers are pure parse
-functions (syft's pattern) that the host collectors reuse through this package's public API.
+Public API (small, like sigstore-python's): `scan_image(source) -> ImageScan`,
+`ImageScan.facts()` (manifest sections `image`, `os`, `python`, `cuda`), `ImageError`, and
+`SOURCES_HELP`. Everything else is private. Imports are lazy so that the stdlib-only
+catalogers (used by the host collectors, even inside foreign Python 3.8 interpreters) can
+be imported without pulling in the scanner.
+
+May import only the manifest model (`provenance.model`) and `provenance.redact`.
 """
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["SOURCES_HELP", "ImageError", "ImageScan", "scan_image"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "scan_image":
+        from containers.scan import scan_image
+
+        return scan_image
+    if name == "ImageScan":
+        from containers.scan import ImageScan
+
+        return ImageScan
+    if name == "ImageError":
+        from containers.errors import ImageError
+
+        return ImageError
+    if name == "SOURCES_HELP":
+        from containers.reference import SOURCES_HELP
+
+        return SOURCES_HELP
+    raise AttributeError(name)

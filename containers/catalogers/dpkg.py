@@ -108,3 +108,9 @@ def parse_status_d_entry(text: str) -> list[DpkgPackage]:
         fields.setdefault("Status", "install ok installed")
         fixed.append("\n".join(f"{k}: {v}" for k, v in fields.items()))
     return parse_status("\n\n".join(fixed))
+
+
+def parse_list_owned(text: str) -> list[str]:
+    """The Python metadata paths a package's `info/<pkg>.list` file lists."""
+    lines = (line.rstrip("/") for line in text.splitlines())
+    return [line for line in lines if line.endswith((".dist-info", ".egg-info"))]

@@ -27,6 +27,8 @@ from provenance.cli import (  # noqa: E402,F401
     compare_cmd,
     diff_cmd,
     exec_cmd,
+    lock_cmd,
+    pin_cmd,
     publish_cmd,
     runs_cmd,
     sbom_cmd,

@@ -97,12 +97,21 @@ def snapshot(
     verify_files: bool = typer.Option(
         False, "--verify-files", help="Re-hash every file listed in each RECORD; report edits."
     ),
+    image: str = typer.Option(
+        None,
+        "--image",
+        help="Snapshot a container image instead: docker-archive:PATH, oci:PATH, "
+        "registry:HOST/REPO:TAG, docker:REF.",
+    ),
 ) -> None:
     """Snapshot this environment: Python, OS packages, CPU, GPU, torch, engines, env vars."""
     if fmt not in ("toml", "json"):
         raise ProvError(f"--format must be toml or json, not {fmt!r}")
     if out is not None and out.parent and not out.parent.exists():
         raise ProvError(f"{out.parent}: directory does not exist")
+    if image is not None:
+        _snapshot_image(image, out, fmt, as_json)
+        return
     from provenance.snapshot import SnapshotOptions, take_snapshot
 
     manifest, warnings = take_snapshot(SnapshotOptions(python=python, verify_files=verify_files))
@@ -124,4 +133,33 @@ def snapshot(
         rows.append(("written", str(out)))
     if stored is not None:
         rows.append(("stored", stored))
+    plain_rows(rows, sys.stderr if as_json else sys.stdout)
+
+
+def _snapshot_image(source: str, out: Path | None, fmt: str, as_json: bool) -> None:
+    """`--image`: the image's manifest (image, os, python, cuda sections)."""
+    from provenance.cli.output import plain_rows
+    from provenance.cli.pin_cmd import scan_with_progress
+    from provenance.model import Manifest
+
+    scan = scan_with_progress(source, quiet=as_json)
+    manifest = Manifest(scan.facts())
+    if out is not None:
+        manifest.write(out, fmt)
+    if as_json:
+        sys.stdout.write(manifest.to_json())
+    img = manifest.facts["image"]
+    rel = scan.os.get("release")
+    name = rel.get("pretty_name", "?") if isinstance(rel, dict) else str(rel)
+    rows = [
+        ("image", f"{img.get('reference') or source}  {img['platform']}"),
+        ("config", img["config_digest"]),
+        ("layers", str(len(img["layers"]))),
+        ("os", f"{name}  {len(scan.os.get('dpkg', {}))} dpkg"),
+        ("python", f"{len(scan.python['packages'])} packages"),
+        ("digest", manifest.digest()),
+    ]
+    rows += [("warning", w) for w in scan.warnings]
+    if out is not None:
+        rows.append(("written", str(out)))
     plain_rows(rows, sys.stderr if as_json else sys.stdout)

@@ -21,12 +21,20 @@ def verify(
     lock: Path = typer.Option(None, "--lock", help="Check an image or environment against a lock."),
     image: str = typer.Option(None, "--image", help="With --lock: the image SOURCE to check."),
     key: Path = typer.Option(None, "--key", help="Public key for a signed bundle."),
+    python: str = typer.Option(None, "--python", help="With --lock: check this interpreter's env."),
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
 ) -> None:
     """Verify a published bundle, or an image/environment against its lock."""
     if lock is not None:
         if image and target:
             raise ProvError("give the image either as SOURCE or with --image, not both")
+        from lockfiles.read import is_environment_lock
+
+        if is_environment_lock(lock):  # pylock.toml, uv.lock, requirements.txt
+            from provenance.cli.lock_cmd import verify_environment_command
+
+            code = verify_environment_command(lock, image or target, as_json, python=python)
+            raise typer.Exit(code)
         from lockfiles.verify_command import verify_lock_command
 
         raise typer.Exit(verify_lock_command(lock, source=image or target, as_json=as_json))

@@ -37,7 +37,7 @@ def collect(warnings: list[str]) -> dict[str, Any]:
         "user": os.environ.get("USER") or str(os.getuid()),
         "pid": os.getpid(),
         "cwd": os.getcwd(),
-        "timestamp": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+        "timestamp": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
         "container": in_container(),
         "prov_version": __version__,
     }

@@ -9,9 +9,7 @@ as `pip list` reads them, never from import-time `__version__` strings.
 from __future__ import annotations
 
 import base64
-import csv
 import hashlib
-import io
 import json
 import os
 import platform
@@ -21,23 +19,20 @@ import sysconfig
 from importlib import metadata
 from pathlib import Path
 
+from containers.catalogers.python_dist import (
+    NO_RECORD,
+    content_fingerprint,
+    normalize_name,
+)
+from containers.catalogers.python_dist import headers as _headers
+from containers.catalogers.python_dist import record_rows as _record_rows
+
 try:
     from provenance.redact import strip_url_credentials
 except ImportError:  # pragma: no cover - only when run without prov on sys.path
 
     def strip_url_credentials(text):  # type: ignore[no-redef]
         return re.sub(r"://[^/@\s]+@", "://<redacted>@", text)
-
-
-_NORMALIZE = re.compile(r"[-_.]+")
-# RECORD rows written by the installer, not shipped in the wheel: excluded from the
-# content fingerprint so two installs of one wheel fingerprint the same.
-_INSTALLER_FILES = {"INSTALLER", "RECORD", "REQUESTED", "direct_url.json"}
-
-
-def normalize_name(name: str) -> str:
-    """PEP 503 normalised project name."""
-    return _NORMALIZE.sub("-", name).lower()
 
 
 def interpreter() -> dict:
@@ -61,48 +56,9 @@ def interpreter() -> dict:
     return facts
 
 
-def _headers(text: str) -> dict:
-    """Name and Version from a METADATA/PKG-INFO header block (faster than email.parser)."""
-    out = {}
-    for line in text.splitlines():
-        if not line:
-            break
-        key, sep, value = line.partition(":")
-        if sep and key in ("Name", "Version") and key not in out:
-            out[key] = value.strip()
-    return out
-
-
 def _dist_dir(dist) -> Path | None:
     path = getattr(dist, "_path", None)
     return Path(path) if path is not None else None
-
-
-def _record_rows(text: str) -> list:
-    return [row for row in csv.reader(io.StringIO(text)) if row]
-
-
-def content_fingerprint(rows: list) -> str:
-    """sha256 over the sorted (path, hash) rows that came from the wheel itself.
-
-    Excluded: rows without a hash, byte-code (.pyc embeds source mtimes), installer-written
-    files, and scripts the installer generated outside the package (their shebang names the
-    interpreter path). Two installs of the same wheel into different venvs agree.
-    """
-    kept = []
-    for row in rows:
-        if len(row) < 2 or not row[1]:
-            continue
-        path = row[0]
-        if path.endswith(".pyc") or "__pycache__" in path:
-            continue
-        if path.startswith("..") and ("/bin/" in path or "/Scripts/" in path):
-            continue
-        if path.rsplit("/", 1)[-1] in _INSTALLER_FILES and ".dist-info/" in path:
-            continue
-        kept.append(f"{path},{row[1]}")
-    kept.sort()
-    return "sha256:" + hashlib.sha256("\n".join(kept).encode("utf-8")).hexdigest()
 
 
 def _direct_url(dist) -> dict | None:
@@ -174,7 +130,7 @@ def distributions(paths: list, warnings: list, keep_rows: dict | None = None) ->
             if keep_rows is not None:
                 keep_rows[name] = (location, rows)
         else:
-            entry["fingerprint"] = "unavailable: no RECORD (egg-info or foreign installer)"
+            entry["fingerprint"] = NO_RECORD
         packages[name] = entry
     return packages
 

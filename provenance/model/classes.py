@@ -5,8 +5,9 @@ context:  true but not numerics-relevant (hostnames, paths, clocks, timestamps, 
 redacted: a secret; its presence is recorded, its value never is.
 
 Patterns are matched against key segments: `*` matches one segment, `**` any number
-(including none), and a segment such as `PIP_*` is a shell-style glob within one segment. The first matching row wins; a leaf no row matches is identity, so a
-new fact is comparable by default rather than silently ignored.
+(including none), and a segment such as `PIP_*` is a shell-style glob within one segment.
+The first matching row wins; a leaf no row matches is identity, so a new fact is
+comparable by default rather than silently ignored.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from provenance.model.keys import split_key
 REDACTED = "<redacted>"
 
 
-class LeafKind(str, enum.Enum):
+class LeafKind(enum.StrEnum):
     IDENTITY = "identity"
     CONTEXT = "context"
     REDACTED = "redacted"
@@ -69,8 +70,30 @@ CLASSIFICATION: tuple[tuple[str, LeafKind], ...] = (
     ("env.LANG", C),
     ("torch.probe_seconds", C),
     ("torch.cache", C),
+    # images: the config digest and DiffIDs are the identity that survives every save
+    # format; registry/manifest digests, compressed blob digests and dates depend on how
+    # the image was stored or read (a daemon's save synthesizes its manifest)
     ("image.source", C),
     ("image.repo_tags", C),
+    ("image.repo_digests", C),
+    ("image.reference", C),
+    ("image.index_digest", C),
+    ("image.manifest_digest", C),
+    ("image.manifest_media_type", C),
+    ("image.manifest_synthesized", C),
+    ("image.created", C),
+    ("image.layers.*.digest", C),
+    ("image.layers.*.size", C),
+    ("image.layers.*.media_type", C),
+    ("image.layers.*.compression", C),
+    ("image.layers.*.created", C),
+    ("python.site_packages", C),
+    ("python.packages.*.layer", C),
+    ("python.packages.*.debian_package", C),
+    ("os.dpkg.*.layer", C),
+    ("cuda.toolkit.*.path", C),
+    ("cuda.toolkit.*.layer", C),
+    ("cuda.libraries.*.paths", C),
     ("run.**", C),
     ("**", I),
 )

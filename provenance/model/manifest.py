@@ -152,22 +152,7 @@ class Manifest:
         return dumps(self.document(), first_keys=("schema_version", "kind", "digest"))
 
     def write(self, path: Path, fmt: str = "toml") -> None:
-        """Write atomically: a temp file in the same directory, fsynced, then renamed."""
-        import os
-        import tempfile
-
-        text = self.to_toml() if fmt == "toml" else self.to_json()
-        path = Path(path)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent or ".")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(text)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        atomic_write_text(path, self.to_toml() if fmt == "toml" else self.to_json())
 
     @classmethod
     def from_document(cls, doc: Any, origin: str = "manifest", verify: bool = True) -> Manifest:
@@ -223,6 +208,25 @@ class Manifest:
         except UnicodeDecodeError:
             raise ManifestError(f"{path}: corrupted manifest: not UTF-8 text") from None
         return cls.loads(text, origin=str(path), verify=verify)
+
+
+def atomic_write_text(path: str | Path, text: str) -> None:
+    """Write atomically: a temp file in the same directory, fsynced, then renamed, so a
+    reader never sees half a file and a crash leaves the old one."""
+    import os
+    import tempfile
+
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=str(path.parent) or ".")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def _parse_toml(text: str, origin: str) -> dict[str, Any]:

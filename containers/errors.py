@@ -1,0 +1,7 @@
+"""The one error an image read raises: a bad source, bad bytes, or a refused image."""
+
+from __future__ import annotations
+
+
+class ImageError(Exception):
+    """The image cannot be read or was refused; the message is one line for the user."""

@@ -1,0 +1,229 @@
+"""Scan an image: open the source, walk the layers once, catalog, and shape the facts."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from containers.catalog import (
+    DpkgHistory,
+    PythonDist,
+    PythonHistory,
+    cuda_section,
+    os_section,
+    python_dists,
+    python_section,
+    wants,
+)
+from containers.decompress import Decompressed
+from containers.digest import chain_ids
+from containers.errors import ImageError
+from containers.resolve import check_config
+from containers.sources import Opened, open_source
+from containers.walk import Layer, walk
+
+# progress(event, layer_index, done_bytes, total_bytes); event: "start", "advance", "end"
+Progress = Callable[[str, int, int, int | None], None]
+
+_MACHINE = {"amd64": "x86_64", "arm64": "aarch64", "arm": "armv7l", "386": "i686"}
+
+
+@dataclass
+class LayerInfo:
+    index: int
+    digest: str
+    size: int | None
+    media_type: str
+    diff_id: str
+    chain_id: str
+    compression: str = ""
+    created_by: str = ""
+    created: str = ""
+    comment: str = ""
+    empty_history: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ImageScan:
+    """What one scan found; `facts()` is a manifest's facts (image, os, python, cuda)."""
+
+    opened: Opened
+    layers: list[LayerInfo]
+    os: dict[str, Any]
+    python: dict[str, Any]
+    python_dists: list[PythonDist]
+    cuda: dict[str, Any]
+    warnings: list[str]
+
+    @property
+    def config_digest(self) -> str:
+        return self.opened.resolved.config_digest
+
+    @property
+    def reference(self) -> str | None:
+        return self.opened.reference
+
+    def image_section(self) -> dict[str, Any]:
+        from provenance.redact import redact_argv, redact_value
+
+        r = self.opened.resolved
+        cfg = r.config.get("config") if isinstance(r.config.get("config"), dict) else {}
+        sec: dict[str, Any] = {
+            "source": self.opened.source,
+            "config_digest": r.config_digest,
+            "manifest_digest": r.manifest_digest,
+            "manifest_media_type": r.manifest_media_type,
+            "manifest_synthesized": r.manifest_synthesized,
+            "platform": r.platform,
+        }
+        if r.index_digest:
+            sec["index_digest"] = r.index_digest
+        if self.opened.reference:
+            sec["reference"] = self.opened.reference
+        if self.opened.repo_tags:
+            sec["repo_tags"] = list(self.opened.repo_tags)
+        if self.opened.repo_digests:
+            sec["repo_digests"] = list(self.opened.repo_digests)
+        if isinstance(r.config.get("created"), str):
+            sec["created"] = r.config["created"]
+        layers: dict[str, Any] = {}
+        for li in self.layers:
+            entry: dict[str, Any] = {
+                "digest": li.digest,
+                "media_type": li.media_type,
+                "diff_id": li.diff_id,
+                "chain_id": li.chain_id,
+                "compression": li.compression,
+            }
+            if li.size is not None:
+                entry["size"] = li.size
+            if li.created_by:
+                entry["created_by"] = redact_argv([li.created_by])[0]
+            if li.created:
+                entry["created"] = li.created
+            layers[str(li.index)] = entry
+        sec["layers"] = layers
+        config: dict[str, Any] = {}
+        env: dict[str, Any] = {}
+        for item in cfg.get("Env") or []:
+            if isinstance(item, str):
+                name, _, value = item.partition("=")
+                env[name] = redact_value(name, value)
+        if env:
+            config["env"] = env
+        for key, out in (("Entrypoint", "entrypoint"), ("Cmd", "cmd")):
+            value = cfg.get(key)
+            if isinstance(value, list) and value:
+                config[out] = redact_argv([str(v) for v in value])
+        for key, out in (("WorkingDir", "working_dir"), ("User", "user")):
+            if isinstance(cfg.get(key), str) and cfg[key]:
+                config[out] = cfg[key]
+        labels = cfg.get("Labels")
+        if isinstance(labels, dict) and labels:
+            config["labels"] = {str(k): redact_value(str(k), str(v)) for k, v in labels.items()}
+        if config:
+            sec["config"] = config
+        return sec
+
+    def facts(self) -> dict[str, Any]:
+        facts = {
+            "image": self.image_section(),
+            "os": self.os,
+            "python": self.python,
+            "cuda": self.cuda or "unavailable: no CUDA toolkit or libraries in the image",
+        }
+        if self.warnings:
+            facts["warnings"] = list(self.warnings)
+        return facts
+
+    def packages(self) -> dict[str, dict[str, Any]]:
+        """`dpkg:<name>` and `python:<name>` -> {version, layer}: what a lock pins."""
+        out: dict[str, dict[str, Any]] = {}
+        for name, f in (self.os.get("dpkg") or {}).items():
+            out[f"dpkg:{name}"] = {"version": f["version"], "layer": f["layer"]}
+        for name, f in (self.python.get("packages") or {}).items():
+            entry = {"version": f["version"], "layer": f["layer"]}
+            if str(f.get("fingerprint", "")).startswith("sha256:"):
+                entry["fingerprint"] = f["fingerprint"]
+            out[f"python:{name}"] = entry
+        return out
+
+
+def _history(config: dict[str, Any], n_layers: int) -> list[dict[str, Any]]:
+    """History entries of the layers that exist (empty_layer entries have none)."""
+    hist = [h for h in config.get("history", []) if not h.get("empty_layer")]
+    return hist if len(hist) == n_layers else [{}] * n_layers
+
+
+def scan_opened(opened: Opened, progress: Progress | None = None) -> ImageScan:
+    r = opened.resolved
+    diff_ids = check_config(r.config, len(r.layers), f"{opened.source}: config")
+    chains = chain_ids(diff_ids)
+    hist = _history(r.config, len(r.layers))
+    infos = []
+    for i, (desc, diff_id, chain) in enumerate(zip(r.layers, diff_ids, chains, strict=True)):
+        h = hist[i]
+        infos.append(
+            LayerInfo(
+                index=i,
+                digest=desc.digest,
+                size=desc.size,
+                media_type=desc.media_type,
+                diff_id=diff_id,
+                chain_id=chain,
+                created_by=str(h.get("created_by", "")),
+                created=str(h.get("created", "")),
+            )
+        )
+    history = DpkgHistory()
+    py_history = PythonHistory()
+
+    def on_layer(index: int, stream: Decompressed, staged: dict[str, bytes]) -> None:
+        got = stream.diff_id()
+        if got != diff_ids[index]:
+            raise ImageError(
+                f"{opened.source}: layer {index}: DiffID mismatch: config says "
+                f"{diff_ids[index]}, content is {got}"
+            )
+        infos[index].compression = stream.compression
+        history.on_layer(index, staged)
+        py_history.on_layer(index, staged)
+        if progress is not None:
+            progress("end", index, stream.compressed, r.layers[index].size)
+
+    def layer_list():
+        for i, desc in enumerate(r.layers):
+            what = f"{opened.source}: layer {i} ({desc.digest[:19]})"
+            if progress is not None:
+                progress("start", i, 0, desc.size)
+            yield Layer(i, what, lambda d=desc, w=what: opened.blobs.open(d.digest, d.size, w))
+
+    on_bytes = None
+    if progress is not None:
+
+        def on_bytes(index: int, done: int) -> None:
+            progress("advance", index, done, r.layers[index].size)
+
+    view = walk(layer_list(), wants, on_layer=on_layer, on_bytes=on_bytes)
+    warnings = list(opened.notes) + view.warnings
+    os_sec = os_section(view, history, warnings)
+    machine = r.platform.split("/")
+    os_sec["system"] = machine[0] if machine else ""
+    if len(machine) > 1:
+        os_sec["machine"] = _MACHINE.get(machine[1], machine[1])
+    dists = python_dists(view, set((os_sec.get("dpkg") or {}).keys()), warnings, py_history)
+    py = python_section(dists)
+    cu = cuda_section(view, os_sec, py)
+    return ImageScan(opened, infos, os_sec, py, dists, cu, warnings)
+
+
+def scan_image(
+    source: str, progress: Progress | None = None, platform: str | None = None
+) -> ImageScan:
+    """Open `source`, read every layer once, and catalog what the final file view holds."""
+    opened = open_source(source, platform)
+    try:
+        return scan_opened(opened, progress)
+    finally:
+        opened.close()

@@ -1,0 +1,207 @@
+"""A forward-only tar reader over a chunked byte stream (ustar, GNU and PAX headers).
+
+Our own, rather than `tarfile`: it never seeks, skips file bodies in large chunks, keeps no
+member list (tarfile's grows with every entry), and turns every malformed header into one
+`ImageError`. Names are normalised to image-root-relative paths; `..` is refused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from containers.errors import ImageError
+
+BLOCK = 512
+REGULAR, HARDLINK, SYMLINK, CHARDEV, BLOCKDEV, DIRECTORY, FIFO = "0", "1", "2", "3", "4", "5", "6"
+MAX_META = 1 << 20  # a PAX or GNU long-name record larger than this is refused
+
+
+@dataclass
+class Entry:
+    path: str  # normalised, relative to the image root, no leading "/"
+    type: str
+    size: int
+    linkname: str = ""
+
+
+def normalize(name: str, what: str) -> str:
+    """`./usr//lib/` -> `usr/lib`; a `..` component is path traversal and refused."""
+    parts = []
+    for part in name.split("/"):
+        if part in ("", "."):
+            continue
+        if part == "..":
+            raise ImageError(f"{what}: path traversal refused: {name!r}")
+        parts.append(part)
+    return "/".join(parts)
+
+
+class _Buffer:
+    """Exact reads and skips over `chunk()` pieces."""
+
+    def __init__(self, chunk: Callable[[], bytes]) -> None:
+        self._chunk = chunk
+        self._buf = b""
+        self._pos = 0
+
+    def read(self, n: int) -> bytes:
+        avail = len(self._buf) - self._pos
+        if avail >= n:
+            out = self._buf[self._pos : self._pos + n]
+            self._pos += n
+            return out
+        parts = [self._buf[self._pos :]]
+        need = n - avail
+        while need > 0:
+            data = self._chunk()
+            if not data:
+                self._buf, self._pos = b"", 0
+                return b"".join(parts)  # short: the caller reports truncation
+            if len(data) > need:
+                parts.append(data[:need])
+                self._buf, self._pos = data, need
+                return b"".join(parts)
+            parts.append(data)
+            need -= len(data)
+        self._buf, self._pos = b"", 0
+        return b"".join(parts)
+
+    def skip(self, n: int) -> bool:
+        avail = len(self._buf) - self._pos
+        if avail >= n:
+            self._pos += n
+            return True
+        need = n - avail
+        self._buf, self._pos = b"", 0
+        while need > 0:
+            data = self._chunk()
+            if not data:
+                return False
+            if len(data) > need:
+                self._buf, self._pos = data, need
+                return True
+            need -= len(data)
+        return True
+
+
+def _cstr(field: bytes) -> bytes:
+    return field.split(b"\0", 1)[0]
+
+
+def _number(field: bytes, what: str) -> int:
+    if field and field[0] & 0x80:  # GNU base-256
+        value = int.from_bytes(field[1:], "big")
+        if field[0] & 0x40:
+            raise ImageError(f"{what}: negative number in tar header")
+        return value
+    text = _cstr(field).strip(b" ")
+    if not text:
+        return 0
+    try:
+        return int(text, 8)
+    except ValueError as exc:
+        raise ImageError(f"{what}: bad number {text[:20]!r} in tar header") from exc
+
+
+def _decode(raw: bytes) -> str:
+    return raw.decode("utf-8", "surrogateescape")
+
+
+def _pax(data: bytes, what: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    pos = 0
+    while pos < len(data):
+        if data[pos] == 0:
+            break
+        space = data.find(b" ", pos)
+        if space < 0:
+            raise ImageError(f"{what}: malformed PAX header")
+        try:
+            length = int(data[pos:space])
+        except ValueError as exc:
+            raise ImageError(f"{what}: malformed PAX record length") from exc
+        if length <= space - pos or pos + length > len(data):
+            raise ImageError(f"{what}: malformed PAX record length")
+        record = data[space + 1 : pos + length]
+        if not record.endswith(b"\n") or b"=" not in record:
+            raise ImageError(f"{what}: malformed PAX record")
+        key, _, value = record[:-1].partition(b"=")
+        out[_decode(key)] = _decode(value)
+        pos += length
+    return out
+
+
+def entries(chunk: Callable[[], bytes], what: str) -> Iterator[tuple[Entry, Callable[[], bytes]]]:
+    """Yield (entry, read_body) in archive order; bodies not read are skipped.
+
+    read_body() returns the whole body (the caller bounds sizes before asking).
+    """
+    buf = _Buffer(chunk)
+    pax: dict[str, str] = {}
+    long_name: str | None = None
+    long_link: str | None = None
+    while True:
+        header = buf.read(BLOCK)
+        if not header:
+            raise ImageError(f"{what}: truncated tar stream (no end-of-archive marker)")
+        if len(header) < BLOCK:
+            raise ImageError(f"{what}: truncated tar header")
+        if header == b"\0" * BLOCK:
+            return  # end-of-archive; the caller drains the rest for the digest check
+        stored = _number(header[148:156], what)
+        computed = sum(header) - sum(header[148:156]) + 8 * 32
+        if stored != computed:
+            raise ImageError(f"{what}: tar header checksum mismatch")
+        size = _number(header[124:136], what)
+        kind = chr(header[156]) if header[156] else REGULAR
+        padded = (size + BLOCK - 1) // BLOCK * BLOCK
+        if kind in ("x", "g", "L", "K"):
+            if size > MAX_META:
+                raise ImageError(f"{what}: oversized tar metadata record ({size} bytes)")
+            data = buf.read(padded)
+            if len(data) < padded:
+                raise ImageError(f"{what}: truncated tar stream")
+            data = data[:size]
+            if kind == "x":
+                pax = _pax(data, what)
+            elif kind == "L":
+                long_name = _decode(_cstr(data))
+            elif kind == "K":
+                long_link = _decode(_cstr(data))
+            continue  # global PAX headers ('g') carry nothing we use
+        name = _cstr(header[0:100])
+        if header[257:263] == b"ustar\x00":  # POSIX: a prefix field extends the name
+            prefix = _cstr(header[345:500])
+            if prefix:
+                name = prefix + b"/" + name
+        path = long_name if long_name is not None else _decode(name)
+        path = pax.get("path", path)
+        link = long_link if long_link is not None else _decode(_cstr(header[157:257]))
+        link = pax.get("linkpath", link)
+        if "size" in pax:
+            try:
+                size = int(pax["size"])
+            except ValueError as exc:
+                raise ImageError(f"{what}: malformed PAX size") from exc
+            padded = (size + BLOCK - 1) // BLOCK * BLOCK
+        pax, long_name, long_link = {}, None, None
+        if kind in (HARDLINK, SYMLINK, CHARDEV, BLOCKDEV, DIRECTORY, FIFO):
+            body_size = 0 if kind != REGULAR else size
+            padded = 0 if kind in (SYMLINK, HARDLINK, DIRECTORY) else padded
+        else:
+            body_size = size
+        entry = Entry(normalize(path, what), kind, body_size, link)
+        consumed = False
+
+        def read_body(n: int = body_size, p: int = padded, entry: Entry = entry) -> bytes:
+            nonlocal consumed
+            consumed = True
+            data = buf.read(p)
+            if len(data) < p:
+                raise ImageError(f"{what}: truncated tar stream in {entry.path!r}")
+            return data[:n]
+
+        yield entry, read_body
+        if not consumed and padded and not buf.skip(padded):
+            raise ImageError(f"{what}: truncated tar stream in {entry.path!r}")

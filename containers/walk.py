@@ -1,0 +1,230 @@
+"""One streaming pass over an image's layers: whiteouts applied, nothing extracted to disk.
+
+The result is the final file view restricted to what the catalogers asked for: the bytes of
+wanted files, the names of name-only files, and every symlink (to resolve paths inside the
+image root). Each layer's whiteouts (`.wh.NAME`, and the opaque marker `.wh..wh..opq`)
+delete what lower layers put there; entries of the same layer are staged apart and merged
+after the deletions, so an opaque directory is applied before its siblings whatever the
+order inside the tar. Memory holds only the wanted files and the symlinks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from containers.decompress import Decompressed, Reader
+from containers.errors import ImageError
+from containers.tarstream import (
+    BLOCKDEV,
+    CHARDEV,
+    DIRECTORY,
+    FIFO,
+    HARDLINK,
+    SYMLINK,
+    entries,
+)
+
+WHITEOUT = ".wh."
+OPAQUE = ".wh..wh..opq"
+MAX_WANTED_FILE = 64 << 20
+MAX_LINK_HOPS = 40
+
+CONTENT, NAME = "content", "name"
+# wants(path) -> None (ignore), NAME (record the name), CONTENT, or a filter over the bytes
+Wants = Callable[[str], object]
+
+
+@dataclass
+class Layer:
+    index: int
+    what: str  # for messages: "layer 3 (sha256:...)"
+    open: Callable[[], Reader]  # a verifying reader over the blob
+
+
+@dataclass
+class FileView:
+    """The final view: path -> (layer index, bytes) for wanted files, etc."""
+
+    files: dict[str, tuple[int, bytes]] = field(default_factory=dict)
+    names: dict[str, int] = field(default_factory=dict)
+    links: dict[str, tuple[int, str]] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    def resolve(self, path: str) -> str | None:
+        """`path` with every symlink resolved inside the image root; None if it escapes.
+
+        Absolute targets are relative to the image root (as inside a chroot). A relative
+        target that climbs above the root is refused rather than clamped.
+        """
+        parts = [p for p in path.split("/") if p]
+        done: list[str] = []
+        hops = 0
+        while parts:
+            part = parts.pop(0)
+            if part == ".":
+                continue
+            if part == "..":
+                if not done:
+                    return None
+                done.pop()
+                continue
+            here = "/".join([*done, part])
+            link = self.links.get(here)
+            if link is None:
+                done.append(part)
+                continue
+            hops += 1
+            if hops > MAX_LINK_HOPS:
+                return None
+            target = link[1]
+            if target.startswith("/"):
+                done = []
+            parts = [p for p in target.split("/") if p] + parts
+        return "/".join(done)
+
+    def read(self, path: str) -> tuple[int, bytes] | None:
+        """A wanted file's (layer, bytes), following symlinks inside the root."""
+        real = self.resolve(path)
+        if real is None:
+            raise ImageError(f"/{path}: symlink escapes the image root; refused")
+        return self.files.get(real)
+
+
+def _under(path: str, roots: set[str]) -> bool:
+    """Whether `path` equals or lies under any of `roots`."""
+    if path in roots:
+        return True
+    pos = path.find("/")
+    while pos >= 0:
+        if path[:pos] in roots:
+            return True
+        pos = path.find("/", pos + 1)
+    return False
+
+
+def _delete(view: FileView, whiteouts: set[str], opaque: set[str]) -> None:
+    if whiteouts:
+        for d in (view.files, view.names, view.links):
+            for key in [k for k in d if _under(k, whiteouts)]:
+                del d[key]
+    if opaque:
+        for d in (view.files, view.names, view.links):
+            for key in [k for k in d if "/" in k and _under(k.rsplit("/", 1)[0], opaque)]:
+                del d[key]
+
+
+def walk(
+    layers: Iterable[Layer],
+    wants: Wants,
+    on_layer: Callable[[int, Decompressed, dict[str, bytes]], None] | None = None,
+    on_bytes: Callable[[int, int], None] | None = None,
+) -> FileView:
+    """Stream every layer once; returns the final view of wanted files.
+
+    on_layer(index, stream, staged_files) runs after each layer (DiffID known, digest
+    verified); on_bytes(index, compressed_bytes_so_far) feeds a progress bar.
+    """
+    view = FileView()
+    for layer in layers:
+        raw = layer.open()
+        stream = Decompressed(raw, layer.what)
+
+        def chunk(stream: Decompressed = stream, idx: int = layer.index) -> bytes:
+            data = stream.chunk()
+            if on_bytes is not None:
+                on_bytes(idx, stream.compressed)
+            return data
+
+        staged_files: dict[str, bytes] = {}
+        staged_names: set[str] = set()
+        staged_links: dict[str, str] = {}
+        regular: set[str] = set()
+        whiteouts: set[str] = set()
+        opaque: set[str] = set()
+        for entry, read_body in entries(chunk, layer.what):
+            path = entry.path
+            if not path:
+                continue
+            parent, _, base = path.rpartition("/")
+            if base.startswith(WHITEOUT):
+                if base == OPAQUE:
+                    opaque.add(parent)
+                else:
+                    name = base[len(WHITEOUT) :]
+                    if not name or name in (".", ".."):
+                        raise ImageError(f"{layer.what}: malformed whiteout {path!r}")
+                    whiteouts.add(f"{parent}/{name}" if parent else name)
+                continue
+            if entry.type in (CHARDEV, BLOCKDEV):
+                raise ImageError(f"{layer.what}: device file refused: /{path}")
+            # anything written here replaces what lower layers (or this one) had at `path`
+            staged_links.pop(path, None)
+            staged_files.pop(path, None)
+            staged_names.discard(path)
+            if entry.type == SYMLINK:
+                staged_links[path] = entry.linkname
+                continue
+            if entry.type in (DIRECTORY, FIFO):
+                continue
+            want = wants(path)
+            if entry.type == HARDLINK:
+                target = entry.linkname.lstrip("/")
+                if target.startswith("./"):
+                    target = target[2:]
+                if target not in regular:
+                    raise ImageError(
+                        f"{layer.what}: hardlink /{path} points to a missing target "
+                        f"{entry.linkname!r}"
+                    )
+                regular.add(path)
+                if want is NAME:
+                    staged_names.add(path)
+                elif want is not None:
+                    if target in staged_files:
+                        staged_files[path] = staged_files[target]
+                    else:
+                        view.warnings.append(
+                            f"{layer.what}: /{path} is a hardlink to an unread file; skipped"
+                        )
+                continue
+            regular.add(path)
+            if want is None:
+                continue
+            if want is NAME:
+                staged_names.add(path)
+                continue
+            if entry.size > MAX_WANTED_FILE:
+                view.warnings.append(f"{layer.what}: /{path} is too large to read; skipped")
+                continue
+            data = read_body()
+            staged_files[path] = want(data) if callable(want) else data
+        stream.drain()
+        # the verifying reader raises here if the blob's bytes do not match its digest
+        drain = getattr(raw, "drain", None)
+        if drain is not None:
+            drain()
+        _delete(view, whiteouts, opaque)
+        for path in staged_files:
+            view.links.pop(path, None)
+            view.names.pop(path, None)
+        for path in staged_names:
+            view.links.pop(path, None)
+            view.files.pop(path, None)
+        for path in staged_links:
+            view.files.pop(path, None)
+            view.names.pop(path, None)
+        # a regular file written here also hides a lower symlink at that path
+        for path in regular:
+            view.links.pop(path, None)
+            if path not in staged_files:
+                view.files.pop(path, None)
+            if path not in staged_names:
+                view.names.pop(path, None)
+        idx = layer.index
+        view.files.update((p, (idx, b)) for p, b in staged_files.items())
+        view.names.update((p, idx) for p in staged_names)
+        view.links.update((p, (idx, t)) for p, t in staged_links.items())
+        if on_layer is not None:
+            on_layer(idx, stream, staged_files)
+    return view

@@ -1,0 +1,192 @@
+"""The image lock: an image pinned to immutable digests, with every package and its layer.
+
+TOML (tomlkit), stable order. Written by `prov pin SOURCE`, checked by
+`prov verify --lock FILE [SOURCE]`:
+
+    kind = "prov-image-lock"
+    format = 1
+    created-by = "prov 0.1.0"
+    [image]      source, reference (name@sha256:...), index/manifest/config digests, platform
+    [[layers]]   index, digest, diff_id, chain_id, created_by
+    [packages]   "dpkg:NAME" = {version, layer}; "python:NAME" = {version, layer, fingerprint}
+
+The config digest is the anchor that survives every save format; index and manifest
+digests are compared when both sides know the registry's (a daemon's `docker save`
+synthesizes its own manifest, flagged `manifest_synthesized`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import tomlkit
+
+IMAGE_LOCK_KIND = "prov-image-lock"
+LOCK_VERSION = 1
+_IMAGE_KEYS = (
+    "source",
+    "reference",
+    "index_digest",
+    "manifest_digest",
+    "manifest_synthesized",
+    "config_digest",
+    "platform",
+)
+
+
+class LockError(Exception):
+    """A lock that cannot be read: malformed TOML, unknown kind or format."""
+
+
+@dataclass(frozen=True)
+class Difference:
+    key: str  # "image.config_digest", "layers.1.diff_id", "packages.python:idna.version"
+    change: str  # "changed", "missing" (in the lock, not the image), "extra" (in the image)
+    locked: Any
+    now: Any
+
+
+def _packages(facts: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    dpkg = (facts.get("os") or {}).get("dpkg") if isinstance(facts.get("os"), dict) else None
+    for name, f in sorted((dpkg or {}).items()):
+        out[f"dpkg:{name}"] = {"version": f["version"], "layer": f.get("layer", -1)}
+    py = facts.get("python") if isinstance(facts.get("python"), dict) else {}
+    for name, f in sorted((py.get("packages") or {}).items()):
+        entry: dict[str, Any] = {"version": f["version"], "layer": f.get("layer", -1)}
+        if str(f.get("fingerprint", "")).startswith("sha256:"):
+            entry["fingerprint"] = f["fingerprint"]
+        out[f"python:{name}"] = entry
+    return out
+
+
+def _layers(image: dict[str, Any]) -> list[dict[str, Any]]:
+    layers = image.get("layers") or {}
+    out = []
+    for key in sorted(layers, key=int):
+        li = layers[key]
+        out.append(
+            {
+                "index": int(key),
+                "digest": li.get("digest", ""),
+                "diff_id": li.get("diff_id", ""),
+                "chain_id": li.get("chain_id", ""),
+                "created_by": li.get("created_by", ""),
+            }
+        )
+    return out
+
+
+def lock_from_facts(facts: dict[str, Any], created_by: str = "prov") -> str:
+    """The lock's TOML text for an image scan's facts (`ImageScan.facts()`)."""
+    image = facts.get("image")
+    if not isinstance(image, dict):
+        raise LockError("not an image manifest: no image section")
+    doc = tomlkit.document()
+    doc.add(tomlkit.comment("prov image lock: written by `prov pin`; check with"))
+    doc.add(tomlkit.comment("`prov verify --lock FILE [SOURCE]`. Do not edit by hand."))
+    # `kind`, not PEP 751's lock-version: prov verify tells the two apart by these keys
+    doc["kind"] = IMAGE_LOCK_KIND
+    doc["format"] = LOCK_VERSION
+    doc["created-by"] = created_by
+    img = tomlkit.table()
+    for key in _IMAGE_KEYS:
+        if key in image:
+            img[key] = image[key]
+    doc["image"] = img
+    layers = tomlkit.aot()
+    for li in _layers(image):
+        t = tomlkit.table()
+        t.update(li)
+        layers.append(t)
+    doc["layers"] = layers
+    pkgs = tomlkit.table()
+    for name, entry in _packages(facts).items():
+        inline = tomlkit.inline_table()
+        inline.update(entry)
+        pkgs[name] = inline
+    doc["packages"] = pkgs
+    return tomlkit.dumps(doc)
+
+
+def read_lock(text: str, origin: str = "lock") -> dict[str, Any]:
+    """A lock as plain data; LockError when it is not a lock prov can check."""
+    try:
+        doc = tomlkit.parse(text).unwrap()
+    except Exception as exc:  # tomlkit raises several parse error types
+        raise LockError(f"{origin}: malformed TOML: {exc}") from None
+    if doc.get("kind") != IMAGE_LOCK_KIND:
+        raise LockError(f"{origin}: not an image lock (kind {doc.get('kind')!r})")
+    if doc.get("format") != LOCK_VERSION:
+        raise LockError(f"{origin}: unsupported image lock format {doc.get('format')!r}")
+    image = doc.get("image")
+    if not isinstance(image, dict) or not isinstance(image.get("config_digest"), str):
+        raise LockError(f"{origin}: lock has no image.config_digest")
+    if not isinstance(doc.get("layers", []), list) or not isinstance(doc.get("packages", {}), dict):
+        raise LockError(f"{origin}: malformed layers or packages")
+    return doc
+
+
+def compare(lock: dict[str, Any], facts: dict[str, Any]) -> list[Difference]:
+    """Every way the scanned image differs from its lock (empty: it matches).
+
+    Steps: (1) the config digest, the anchor; (2) index and manifest digests where both
+    sides know the registry's; (3) every layer's DiffID and ChainID; (4) every package's
+    version, layer and fingerprint, missing and extra ones included.
+    """
+    out: list[Difference] = []
+    locked, now = lock["image"], facts.get("image") or {}
+    # 1. the config digest
+    if locked.get("config_digest") != now.get("config_digest"):
+        out.append(
+            Difference(
+                "image.config_digest",
+                "changed",
+                locked.get("config_digest"),
+                now.get("config_digest"),
+            )
+        )
+    # 2. registry digests: only comparable when neither side synthesized its manifest
+    comparable = not locked.get("manifest_synthesized") and not now.get("manifest_synthesized")
+    if comparable:
+        for key in ("index_digest", "manifest_digest"):
+            if key in locked and locked.get(key) != now.get(key):
+                out.append(Difference(f"image.{key}", "changed", locked.get(key), now.get(key)))
+    if locked.get("platform") != now.get("platform"):
+        out.append(
+            Difference("image.platform", "changed", locked.get("platform"), now.get("platform"))
+        )
+    # 3. layers
+    old_layers = {li["index"]: li for li in lock.get("layers", []) if isinstance(li, dict)}
+    new_layers = {li["index"]: li for li in _layers(now)}
+    for idx in sorted(set(old_layers) | set(new_layers)):
+        a, b = old_layers.get(idx), new_layers.get(idx)
+        if a is None or b is None:
+            out.append(
+                Difference(
+                    f"layers.{idx}",
+                    "missing" if b is None else "extra",
+                    a and a.get("diff_id"),
+                    b and b.get("diff_id"),
+                )
+            )
+            continue
+        for key in ("diff_id", "chain_id"):
+            if a.get(key) != b.get(key):
+                out.append(Difference(f"layers.{idx}.{key}", "changed", a.get(key), b.get(key)))
+    # 4. packages
+    old_pkgs, new_pkgs = lock.get("packages", {}), _packages(facts)
+    for name in sorted(set(old_pkgs) | set(new_pkgs)):
+        a, b = old_pkgs.get(name), new_pkgs.get(name)
+        if a is None:
+            out.append(Difference(f"packages.{name}", "extra", None, b["version"]))
+        elif b is None:
+            out.append(Difference(f"packages.{name}", "missing", a.get("version"), None))
+        else:
+            for key in ("version", "layer", "fingerprint"):
+                if a.get(key) != b.get(key):
+                    out.append(
+                        Difference(f"packages.{name}.{key}", "changed", a.get(key), b.get(key))
+                    )
+    return out

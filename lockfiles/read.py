@@ -1,0 +1,179 @@
+"""Read locks prov did not necessarily write: PEP 751 `pylock*.toml` (prov, uv, pip),
+`uv.lock`, and `requirements*.txt` with `==` pins (and `--hash`es).
+
+Every reader returns the same small model; untrusted files are validated at the edge
+(PEP 751 through `packaging.pylock`, the reference validator) and every failure is one
+`LockError` line.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lockfiles.artifacts import normalize
+
+
+class LockError(Exception):
+    """A lock that cannot be read; the message is one line."""
+
+
+@dataclass(frozen=True)
+class LockedPackage:
+    name: str
+    version: str | None  # None for source trees (PEP 751: no version for directories)
+    fingerprint: str | None = None  # prov's content fingerprint, when prov wrote the lock
+    source: str = ""
+    marker: str | None = None  # PEP 508 marker: the entry applies only where it is true
+
+
+@dataclass
+class Lock:
+    kind: str  # "pylock", "uv.lock", "requirements"
+    created_by: str
+    packages: list[LockedPackage]
+    environments: list[str] = field(default_factory=list)
+    requires_python: str | None = None
+    tool: dict[str, Any] = field(default_factory=dict)
+
+
+def _toml(path: Path) -> dict[str, Any]:
+    import tomllib
+
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise LockError(f"{path}: malformed TOML ({exc})") from None
+    except UnicodeDecodeError:
+        raise LockError(f"{path}: not UTF-8 text") from None
+
+
+def read_pylock(path: Path, data: dict[str, Any]) -> Lock:
+    from packaging.pylock import Pylock, PylockUnsupportedVersionError, PylockValidationError
+
+    try:
+        lock = Pylock.from_dict(data)
+    except PylockUnsupportedVersionError:
+        raise LockError(
+            f"{path}: lock-version {data.get('lock-version')!r} is not supported "
+            "(this prov reads PEP 751 lock-version 1.x)"
+        ) from None
+    except PylockValidationError as exc:
+        raise LockError(f"{path}: not a valid PEP 751 lock: {exc}") from None
+    packages: list[LockedPackage] = []
+    for pkg in lock.packages:
+        tool = (pkg.tool or {}).get("prov", {}) if pkg.tool else {}
+        source = (
+            "vcs"
+            if pkg.vcs
+            else "directory"
+            if pkg.directory
+            else "archive"
+            if pkg.archive
+            else "wheels"
+            if pkg.wheels
+            else "sdist"
+            if pkg.sdist
+            else "none"
+        )
+        packages.append(
+            LockedPackage(
+                name=str(pkg.name),
+                version=str(pkg.version) if pkg.version is not None else None,
+                fingerprint=tool.get("fingerprint"),
+                source=source,
+                marker=str(pkg.marker) if pkg.marker is not None else None,
+            )
+        )
+    return Lock(
+        kind="pylock",
+        created_by=lock.created_by,
+        packages=packages,
+        environments=[str(m) for m in lock.environments or []],
+        requires_python=str(lock.requires_python) if lock.requires_python else None,
+        tool=dict((lock.tool or {}).get("prov", {})),
+    )
+
+
+def read_uv_lock(path: Path, data: dict[str, Any]) -> Lock:
+    if data.get("version") not in (1,):
+        raise LockError(f"{path}: uv.lock version {data.get('version')!r} is not supported (1)")
+    packages = []
+    for pkg in data.get("package", []):
+        if not isinstance(pkg, dict) or "name" not in pkg:
+            raise LockError(f"{path}: a [[package]] entry has no name")
+        source = pkg.get("source", {})
+        is_tree = isinstance(source, dict) and (
+            "editable" in source or "directory" in source or "virtual" in source
+        )
+        name = normalize(pkg["name"])
+        packages.append(
+            LockedPackage(
+                name,
+                None if is_tree else pkg.get("version"),
+                source=next(iter(source), "") if isinstance(source, dict) else "",
+            )
+        )
+    return Lock(
+        kind="uv.lock",
+        created_by="uv",
+        packages=packages,
+        requires_python=data.get("requires-python"),
+    )
+
+
+_REQ_LINE = re.compile(
+    r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)(\[[^\]]*\])?\s*==\s*(?P<version>[^\s;\\]+)"
+)
+
+
+def read_requirements(path: Path) -> Lock:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise LockError(f"{path}: not UTF-8 text") from None
+    packages = []
+    logical = text.replace("\\\n", " ")
+    for number, line in enumerate(logical.splitlines(), 1):
+        line = line.split(" #", 1)[0].strip()
+        if not line or line.startswith("#") or line.startswith("-"):
+            continue
+        m = _REQ_LINE.match(line)
+        if not m:
+            raise LockError(f"{path}:{number}: not an exact pin (name==version): {line[:60]!r}")
+        name = normalize(m.group("name"))
+        packages.append(LockedPackage(name, m.group("version"), source="requirements"))
+    return Lock(kind="requirements", created_by="requirements.txt", packages=packages)
+
+
+def read_lock(path: Path) -> Lock:
+    """Any supported lock, by its name and content."""
+    path = Path(path)
+    if not path.is_file():
+        raise LockError(f"{path}: no such lock file")
+    if path.suffix == ".txt":
+        return read_requirements(path)
+    data = _toml(path)
+    if "lock-version" in data:
+        return read_pylock(path, data)
+    if path.name == "uv.lock" or ("package" in data and "version" in data):
+        return read_uv_lock(path, data)
+    if data.get("kind") or data.get("image"):
+        raise LockError(f"{path}: an image lock; check it against an image SOURCE")
+    raise LockError(f"{path}: not a lock prov can read (pylock.toml, uv.lock, requirements.txt)")
+
+
+def is_environment_lock(path: Path) -> bool:
+    """True for Python environment locks; False for anything else (an image lock)."""
+    path = Path(path)
+    if path.suffix == ".txt" or path.name == "uv.lock":
+        return True
+    if path.name == "pylock.toml" or (path.name.startswith("pylock.") and path.suffix == ".toml"):
+        return True
+    try:
+        head = path.read_text(encoding="utf-8", errors="replace")[:4096]
+    except OSError:
+        return True  # let the environment reader report the missing file
+    return "lock-version" in head

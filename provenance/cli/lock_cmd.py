@@ -1,0 +1,161 @@
+"""`prov lock`: a PEP 751 pylock.toml for an environment; and the environment half of
+`prov verify --lock` (the image half lives in `lockfiles.verify_command`)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import typer
+
+from provenance.cli import app
+from provenance.errors import ProvError
+
+DEFAULT_INDEX = "https://pypi.org/simple"
+
+
+def _pip_find_links() -> list[Path]:
+    """pip's own configured --find-links directories (PIP_FIND_LINKS and pip.conf)."""
+    import configparser
+
+    dirs = os.environ.get("PIP_FIND_LINKS", "").split()
+    for conf in (
+        "/etc/pip.conf",
+        "/etc/xdg/pip/pip.conf",
+        os.path.expanduser("~/.config/pip/pip.conf"),
+        os.path.expanduser("~/.pip/pip.conf"),
+    ):
+        parser = configparser.ConfigParser()
+        try:
+            parser.read(conf)
+        except configparser.Error:
+            continue
+        if parser.has_option("global", "find-links"):
+            dirs += parser.get("global", "find-links").split()
+    return [
+        Path(d.removeprefix("file://"))
+        for d in dirs
+        if d and "://" not in d.removeprefix("file://")
+    ]
+
+
+def source_manifest(
+    manifest: str | None,
+    image: str | None,
+    run: str | None,
+    verify_files: bool,
+    python: str | None = None,
+):
+    """The manifest to lock or verify: a file, a run, an image, or a live environment."""
+    if sum(x is not None for x in (manifest, image, run, python)) > 1:
+        raise ProvError("give at most one of --manifest, --image, --run, --python")
+    from provenance.resolve import load_manifest
+
+    if manifest is not None:
+        return load_manifest(manifest)
+    if run is not None:
+        return load_manifest(run)
+    if image is not None:
+        try:
+            from containers import scan_image
+        except ImportError:
+            raise ProvError("image scanning is not available in this build") from None
+        from provenance.model import Manifest
+
+        return Manifest(scan_image(image).facts())
+    from provenance.snapshot import SnapshotOptions, take_snapshot
+
+    m = take_snapshot(SnapshotOptions(python=python, verify_files=verify_files))[0]
+    if isinstance(m.facts.get("python"), str):
+        raise ProvError(f"cannot inspect the environment: {m.facts['python']}")
+    return m
+
+
+@app.command()
+def lock(
+    manifest: str = typer.Option(None, "--manifest", help="Lock the packages of this manifest."),
+    image: str = typer.Option(None, "--image", help="Lock the Python packages of an image SOURCE."),
+    run: str = typer.Option(None, "--run", help="Lock the environment of a recorded run."),
+    python: str = typer.Option(None, "--python", help="Lock another interpreter's environment."),
+    out: Path = typer.Option(Path("pylock.toml"), "--out", "-o", help="Where to write the lock."),
+    find_links: list[Path] = typer.Option(None, "--find-links", help="Local wheel directories."),
+    index_url: str = typer.Option(DEFAULT_INDEX, "--index-url", help="Simple index for hashes."),
+    offline: bool = typer.Option(False, "--offline", help="Ask no index; local sources only."),
+    allow_missing: bool = typer.Option(
+        False, "--allow-missing-hashes", help="Write even if some artifact hashes are unknown."
+    ),
+) -> None:
+    """Write a PEP 751 pylock.toml (with prov's facts under [tool.prov])."""
+    from lockfiles.artifacts import LocalWheels, SimpleIndex
+    from lockfiles.pylock import write_pylock
+
+    if not (out.parent if str(out.parent) else Path(".")).is_dir():
+        raise ProvError(f"{out.parent}: directory does not exist")
+    name = out.name
+    if not (name == "pylock.toml" or (name.startswith("pylock.") and name.endswith(".toml"))):
+        raise ProvError(f"{name}: PEP 751 requires the name pylock.toml or pylock.NAME.toml")
+    m = source_manifest(manifest, image, run, verify_files=False, python=python)
+    finders = [LocalWheels(list(find_links or []) + _pip_find_links()).find]
+    index = None if offline else SimpleIndex(index_url)
+    if index is not None:
+        finders.append(index.find)
+    try:
+        result = write_pylock(m, finders, out.resolve().parent)
+    except ValueError as exc:
+        raise ProvError(str(exc)) from None
+    if result.missing_hashes and not allow_missing:
+        why = f" (index unreachable: {index.unreachable})" if index and index.unreachable else ""
+        raise ProvError(
+            f"{len(result.missing_hashes)} package(s) have no known artifact hash{why}: "
+            f"{', '.join(result.missing_hashes[:8])}; --allow-missing-hashes writes an "
+            "incomplete lock that says so"
+        )
+    from provenance.model.manifest import atomic_write_text
+
+    atomic_write_text(out, result.text)
+    sources = ", ".join(f"{n} from {k}" for k, n in sorted(result.sources.items()))
+    print(f"locked {result.packages} packages to {out} ({sources})")
+    if result.missing_hashes:
+        print(
+            f"incomplete: no artifact hash for {', '.join(result.missing_hashes)}", file=sys.stderr
+        )
+
+
+def verify_environment_command(
+    lock_path: Path, source: str | None, as_json: bool, python: str | None = None
+) -> int:
+    """Exit 0 when the environment (or image SOURCE) matches the lock, 1 when it does not."""
+    from lockfiles.read import LockError, read_lock
+    from lockfiles.verify_env import verify
+
+    try:
+        lock_doc = read_lock(lock_path)
+        manifest = source_manifest(None, source, None, verify_files=source is None, python=python)
+        report = verify(lock_doc, manifest)
+    except LockError as exc:
+        raise ProvError(str(exc)) from None
+    if as_json:
+        from provenance.cli.output import print_json
+
+        print_json(report.to_json())
+        return 0 if report.ok else 1
+    from provenance.cli.output import console
+
+    con = console()
+    if report.ignored:
+        con.print(f"not in the lock, ignored as installer tooling: {', '.join(report.ignored)}")
+    if report.ok:
+        con.print(f"[green]ok[/green]: {report.checked} locked packages match ({report.lock_kind})")
+        return 0
+    from rich.table import Table
+
+    table = Table(
+        title=f"{len(report.mismatches)} mismatch(es) against {lock_path}", title_justify="left"
+    )
+    for col in ("package", "problem", "locked", "installed"):
+        table.add_column(col, overflow="fold")
+    for m in report.mismatches:
+        table.add_row(m.package, m.problem, m.locked, m.installed)
+    con.print(table)
+    return 1

@@ -1,0 +1,130 @@
+"""`prov pin SOURCE`: pin an image to immutable digests in an image lock.
+
+Also home of the shared image-scan helper (rich progress bar per layer, ImageError ->
+ProvError) that `prov snapshot --image` uses.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from provenance.cli import app
+from provenance.errors import ProvError
+
+
+def scan_with_progress(source: str, quiet: bool = False, platform: str | None = None) -> Any:
+    """Scan an image with a rich progress bar per layer on stderr; user errors -> ProvError."""
+    from containers import ImageError, scan_image
+
+    if quiet or not sys.stderr.isatty():
+        try:
+            return scan_image(source, platform=platform)
+        except ImageError as exc:
+            raise ProvError(str(exc)) from None
+    from rich.progress import (
+        BarColumn,
+        DownloadColumn,
+        Progress,
+        TextColumn,
+        TransferSpeedColumn,
+    )
+
+    tasks: dict[int, Any] = {}
+    with Progress(
+        TextColumn("layer {task.fields[layer]:>3}"),
+        BarColumn(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        transient=True,
+        console=None,
+    ) as bar:
+
+        def progress(event: str, index: int, done: int, total: int | None) -> None:
+            if event == "start":
+                tasks[index] = bar.add_task("", layer=index, total=total)
+            elif index in tasks:
+                bar.update(tasks[index], completed=done)
+                if event == "end":
+                    bar.update(tasks[index], completed=total or done)
+
+        try:
+            return scan_image(source, progress=progress, platform=platform)
+        except ImageError as exc:
+            raise ProvError(str(exc)) from None
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Temp file in the same directory, fsync, rename: never a half-written file."""
+    directory = path.parent if str(path.parent) else Path(".")
+    if not directory.is_dir():
+        raise ProvError(f"{directory}: directory does not exist")
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+@app.command()
+def pin(
+    source: str = typer.Argument(
+        ...,
+        help="registry:HOST/REPO:TAG, docker-archive:PATH, oci:PATH, docker:REF or a bare REF.",
+    ),
+    out: Path = typer.Option(Path("image.lock.toml"), "--out", "-o", help="Lock file to write."),
+    platform: str = typer.Option(None, "--platform", help="os/arch[/variant] of an index."),
+    as_json: bool = typer.Option(False, "--json", help="Print a JSON summary on stdout."),
+) -> None:
+    """Pin an image: resolve its tag to digests and write an image lock with every package."""
+    from importlib.metadata import version
+
+    from lockfiles.image_lock import lock_from_facts
+
+    scan = scan_with_progress(source, quiet=as_json, platform=platform)
+    facts = scan.facts()
+    text = lock_from_facts(facts, created_by=f"prov {version('prov-llm')}")
+    write_atomic(out, text)
+    image = facts["image"]
+    summary = {
+        "lock": str(out),
+        "source": source,
+        "reference": image.get("reference"),
+        "index_digest": image.get("index_digest"),
+        "manifest_digest": image["manifest_digest"],
+        "manifest_synthesized": image["manifest_synthesized"],
+        "config_digest": image["config_digest"],
+        "layers": len(image["layers"]),
+        "packages": len(scan.packages()),
+        "warnings": scan.warnings,
+    }
+    if as_json:
+        from provenance.cli.output import print_json
+
+        print_json(summary)
+        return
+    from provenance.cli.output import console
+
+    con = console()
+    for label in ("reference", "index_digest", "manifest_digest", "config_digest", "layers"):
+        if summary.get(label) is not None:
+            con.print(f"[bold]{label:>16}[/bold]  {summary[label]}")
+    con.print(f"[bold]{'packages':>16}[/bold]  {summary['packages']}")
+    if image["manifest_synthesized"]:
+        con.print(
+            "[yellow]         warning[/yellow]  manifest synthesized by docker save: its digest "
+            "is not the registry's; the config digest is the anchor"
+        )
+    for w in scan.warnings:
+        con.print(f"[yellow]         warning[/yellow]  {w}")
+    con.print(f"[bold]{'written':>16}[/bold]  {out}")
