@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import typer
@@ -26,7 +26,7 @@ def sbom(
     from provenance.sbom import build_bom, render, resolve_subject
 
     subject = resolve_subject(image=image, run=run, manifest=manifest)
-    when = datetime.now(timezone.utc).replace(microsecond=0) if timestamp else None
+    when = datetime.now(UTC).replace(microsecond=0) if timestamp else None
     text = render(build_bom(subject, timestamp=when), fmt)
     if out is None:
         sys.stdout.write(text)

@@ -168,9 +168,11 @@ def image_component(image: dict[str, Any]):
     qualifiers = {"repository_url": repo} if "/" in repo or "." in repo else {}
     if tag:
         qualifiers["tag"] = tag
-    for k in ("architecture", "arch"):
+    for k in ("architecture", "arch", "platform"):
         if known(image.get(k)):
-            qualifiers["arch"] = str(image[k])
+            # "linux/amd64" or "linux/arm64/v8": the purl arch is the part after the OS.
+            parts = str(image[k]).split("/")
+            qualifiers["arch"] = parts[1] if k == "platform" and len(parts) > 1 else parts[0]
             break
     purl = PackageURL(type="oci", name=name, version=digest, qualifiers=qualifiers)
     props = [_prop(f"prov:image:{k}", v) for k, v in sorted(_flat(image).items())]

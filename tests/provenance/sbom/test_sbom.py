@@ -8,7 +8,7 @@ import re
 import shutil
 import subprocess
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -99,7 +99,7 @@ def test_deterministic_and_serial_from_manifest_digest():
     m = subject.manifest
     assert doc["serialNumber"] == serial_for(m.digest(), subject.run.run_id).urn
     assert "timestamp" not in doc["metadata"]
-    when = datetime(2026, 11, 1, 12, 0, tzinfo=timezone.utc)
+    when = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
     stamped = json.loads(render(build_bom(subject, timestamp=when)))
     assert stamped["metadata"]["timestamp"].startswith("2026-11-01T12:00:00")
     # A different manifest gives a different serial number.
