@@ -165,3 +165,12 @@ def test_cli_manifest_to_file_and_bad_input(tmp_path):
     assert len(r3.stderr.strip().splitlines()) == 1 and not (tmp_path / "x.json").exists()
     r4 = prov("sbom", "--run", "r-1", env={"PROV_STORE": str(tmp_path / "store")})
     assert r4.returncode == 2 and r4.stderr.startswith("prov: error: --run r-1: ")
+
+
+def test_cli_start_imports_no_heavy_modules():
+    code = ("import sys, provenance.cli; "
+            "heavy = [m for m in sys.modules if m.split('.')[0] in "
+            "('cyclonedx', 'cryptography', 'pip_audit', 'packageurl', 'jsonschema', 'lxml')]; "
+            "print(heavy); sys.exit(1 if heavy else 0)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout
