@@ -266,6 +266,7 @@ def gpu_stack_components(facts: dict[str, Any]) -> list:
         if known(dev.get("vbios")):
             out.append(Component(type=ComponentType.FIRMWARE, name=f"vbios-gpu{idx}",
                                  version=str(dev["vbios"]), bom_ref=f"gpu:{idx}:vbios"))
+    out += _image_cuda(facts.get("cuda"))
     for key, name, ctype in (
         ("cuda_runtime", "cuda-runtime", ComponentType.PLATFORM),
         ("cudnn", "cudnn", ComponentType.LIBRARY),
@@ -278,3 +279,31 @@ def gpu_stack_components(facts: dict[str, Any]) -> list:
                                  properties=[_prop("prov:loaded-by", "torch")]))
     return out
 
+
+
+def _image_cuda(cuda: Any) -> list:
+    """An image's CUDA stack as the container catalog found it: toolkits (version.json) as
+    platforms, versioned cuDNN/NCCL/cuBLAS/cudart libraries (by file name) as libraries."""
+    from cyclonedx.model.component import Component, ComponentType
+
+    if not isinstance(cuda, dict):
+        return []
+    out = []
+    toolkits = cuda.get("toolkit") if isinstance(cuda.get("toolkit"), dict) else {}
+    for home in sorted(toolkits):
+        entry = toolkits[home]
+        if isinstance(entry, dict) and known(entry.get("cuda")):
+            props = [_prop(f"prov:cuda:{k}", v) for k, v in sorted(entry.items())
+                     if k != "cuda" and not isinstance(v, (dict, list))]
+            out.append(Component(type=ComponentType.PLATFORM, name="cuda-toolkit",
+                                 version=str(entry["cuda"]), bom_ref=f"cuda:toolkit:{home}",
+                                 properties=props))
+    libs = cuda.get("libraries") if isinstance(cuda.get("libraries"), dict) else {}
+    for lib in sorted(libs):
+        entry = libs[lib]
+        if isinstance(entry, dict) and known(entry.get("version")):
+            paths = entry.get("paths") if isinstance(entry.get("paths"), list) else []
+            out.append(Component(type=ComponentType.LIBRARY, name=f"lib{lib}",
+                                 version=str(entry["version"]), bom_ref=f"cuda:lib:{lib}",
+                                 properties=[_prop("prov:path", p) for p in sorted(paths)]))
+    return out

@@ -74,6 +74,12 @@ def sample_facts(requests_version: str = "2.30.0") -> dict:
         },
         "torch": {"version": "2.13.0+cu128", "cuda_runtime": "12.8", "cudnn": "91002",
                   "nccl": "2.27.3", "hip": "none"},
+        "cuda": {
+            "toolkit": {"cuda-12.8": {"path": "/usr/local/cuda-12.8", "layer": 3,
+                                      "cuda": "12.8.1", "cuda_cudart": "12.8.90"}},
+            "libraries": {"cudnn": {"version": "9.10.2", "versions": ["9", "9.10.2"],
+                                    "paths": ["/usr/lib/x86_64-linux-gnu/libcudnn.so.9.10.2"]}},
+        },
         "env": {"CUDA_VISIBLE_DEVICES": "0"},
     }
 

@@ -122,7 +122,8 @@ def test_purls_image_gpu_stack_and_run():
     assert {("device", "NVIDIA H200"), ("firmware", "vbios-gpu0"),
             ("device-driver", "nvidia-driver"), ("platform", "cuda-driver-api"),
             ("platform", "cuda-runtime"), ("library", "cudnn"), ("library", "nccl"),
-            ("operating-system", "debian")} <= types
+            ("operating-system", "debian"), ("platform", "cuda-toolkit"),
+            ("library", "libcudnn")} <= types
     assert not any(c["name"] == "hip-runtime" for c in doc["components"])  # "none" = absent
     text = json.dumps(doc)
     assert "GPU-00000000" not in text  # the UUID is context, not stack
