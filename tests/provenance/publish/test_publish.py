@@ -300,3 +300,11 @@ def test_publish_a_real_run_from_the_store(tmp_path, keys):
                           capture_output=True, text=True, timeout=300)
     doc = json.loads(sbom.stdout)
     assert doc["formulation"][0]["workflows"][0]["uid"] == run_id
+
+
+def test_golden_verify_report(tmp_path):
+    out = tmp_path / "b"
+    publish(_results(tmp_path), sample_subject(), out, parameters={"model": "qwen3-8b"})
+    r = prov("verify", str(out), "--json")
+    assert r.returncode == 0, r.stdout
+    check_golden("sample-verify.json", r.stdout.replace(str(out), "BUNDLE"))
