@@ -38,7 +38,10 @@ def licenses_for(info: DistInfo | None) -> list:
     the licence classifiers by name."""
     if info is None:
         return []
-    from cyclonedx.contrib.license.factories import LicenseFactory
+    try:
+        from cyclonedx.contrib.license.factories import LicenseFactory
+    except ImportError:  # cyclonedx-python-lib before 11.x
+        from cyclonedx.factory.license import LicenseFactory
 
     factory = LicenseFactory()
     if info.license_expression:
