@@ -87,6 +87,8 @@ class _Tee:
         self.dst = dst
         self.writer = writer
         self.open = True
+        self.broken = False
+        self.pipe: Any = None  # the file object owning `src`
 
     def pump(self) -> int:
         try:
@@ -112,7 +114,11 @@ class _Tee:
             except OSError as exc:
                 if exc.errno not in (errno.EPIPE, errno.EBADF):
                     raise
-                self.dst = None  # the reader went away; keep recording
+                # The reader went away (`prov exec -- yes | head -1`): close the command's
+                # pipe too, so it gets SIGPIPE as it would without prov, not run forever.
+                self.dst = None
+                self.open = False
+                self.broken = True
         return len(data)
 
 
@@ -124,13 +130,30 @@ def _grow_pipe(fd: int) -> None:
 _LIBC = None
 
 
-def _child_setup(parent: int) -> None:
-    """In the child before exec: own process group; die with prov so no run outlives it."""
+def _child_setup(parent: int, foreground: bool) -> None:
+    """In the child before exec: own process group; die with prov so no run outlives it.
+
+    On a terminal the child takes the terminal itself, before exec, so it can never read
+    stdin while still in the background (SIGTTIN would stop it); the parent does the same
+    after the fork, whichever runs first (as shells do).
+    """
     os.setpgid(0, 0)
+    if foreground:
+        signal.signal(signal.SIGTTOU, signal.SIG_IGN)
+        with contextlib.suppress(OSError):
+            os.tcsetpgrp(0, os.getpgrp())
+        signal.signal(signal.SIGTTOU, signal.SIG_DFL)
     if _LIBC is not None:
         _LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
     if os.getppid() != parent:
         os._exit(128 + signal.SIGTERM)
+
+
+def _owns_terminal() -> bool:
+    try:
+        return os.isatty(0) and os.tcgetpgrp(0) == os.getpgrp()
+    except OSError:
+        return False
 
 
 class _Foreground:
@@ -392,7 +415,7 @@ def _execute(
             stderr=subprocess.PIPE,
             env=env,
             cwd=str(workdir),
-            preexec_fn=lambda parent=os.getpid(): _child_setup(parent),
+            preexec_fn=lambda parent=os.getpid(), fg=_owns_terminal(): _child_setup(parent, fg),
             bufsize=0,
         )
     except OSError as exc:
@@ -539,7 +562,9 @@ def _supervise(proc: subprocess.Popen, out_w, err_w, stream: bool, sample: bool)
         fd = pipe.fileno()
         _grow_pipe(fd)
         os.set_blocking(fd, False)
-        tees.append(_Tee(fd, dst if stream else None, w))
+        tee = _Tee(fd, dst if stream else None, w)
+        tee.pipe = pipe
+        tees.append(tee)
     sel = selectors.DefaultSelector()
     for t in tees:
         sel.register(t.src, selectors.EVENT_READ, t)
@@ -592,6 +617,8 @@ def _supervise(proc: subprocess.Popen, out_w, err_w, stream: bool, sample: bool)
                 moved += t.pump()
                 if not t.open:
                     sel.unregister(t.src)
+                    if t.broken:
+                        t.pipe.close()
             if status is None:
                 if pidfd is None:
                     reap(block=False)

@@ -9,9 +9,35 @@ from provenance.cli import app
 REFUSED = 3
 
 
-def _render(result, a, b, con) -> None:
-    from provenance.cli.diff_cmd import render_changes
+def render_changes(title: str, changes, con) -> None:
+    """Grouped by section; keys are never truncated (folded on a narrow terminal)."""
+    from itertools import groupby
 
+    from rich.table import Table
+
+    from provenance.cli.output import short
+
+    table = Table(title=title, title_justify="left")
+    table.add_column("section", style="bold", no_wrap=True)
+    longest = max((len(c.key) for c in changes), default=10)
+    table.add_column("key", overflow="fold", min_width=min(longest, 70))
+    table.add_column("", justify="center", no_wrap=True)
+    table.add_column("A", overflow="fold")
+    table.add_column("B", overflow="fold")
+    marks = {
+        "added": "[green]+[/green]",
+        "removed": "[red]-[/red]",
+        "changed": "[yellow]~[/yellow]",
+    }
+    for section, group in groupby(changes, key=lambda c: c.section):
+        for i, c in enumerate(group):
+            a = "(absent)" if c.change == "added" else short(c.a, 40)
+            b = "(absent)" if c.change == "removed" else short(c.b, 40)
+            table.add_row(section if i == 0 else "", c.key, marks[c.change], a, b)
+    con.print(table)
+
+
+def _render(result, a, b, con) -> None:
     con.print(f"A: {a.type} {a.ref}  identity {result.diff.digest_a}")
     con.print(f"B: {b.type} {b.ref}  identity {result.diff.digest_b}")
     for spec, changes in result.varied.items():
@@ -85,8 +111,6 @@ def compare(
         con.print(f"[green]{verdict}[/green]: recorded as comparison {doc['record']}")
         raise typer.Exit(0)
     err = console(stderr=True)
-    from provenance.cli.diff_cmd import render_changes
-
     _render(result, ra, rb, err)
     render_changes(
         f"REFUSED: {len(result.refused)} identity key(s) differ and no --vary covers them",

@@ -25,7 +25,7 @@ def parse_pairs(pairs: list[str], option: str) -> dict[str, str]:
     context_settings={"allow_interspersed_args": False, "ignore_unknown_options": True},
 )
 def exec_(
-    command: list[str] = typer.Argument(..., help="The command and its arguments (after --)."),
+    command: list[str] = typer.Argument(None, help="The command and its arguments (after --)."),
     name: str = typer.Option(None, "--name", "-n", help="A name for the run."),
     output: list[str] = typer.Option(
         [], "--output", "-o", help="A file or directory the run produces (hashed at the end)."
@@ -42,8 +42,11 @@ def exec_(
     """
     from runners.supervisor import run_supervised
 
+    command = list(command or [])
     if command and command[0] == "--":
         command = command[1:]
+    if not command:
+        raise ProvError("no command given (usage: prov exec [OPTIONS] -- CMD ARGS...)")
     result = run_supervised(
         command,
         name=name,

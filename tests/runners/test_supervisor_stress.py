@@ -1,0 +1,121 @@
+# ruff: noqa: F811 - pytest fixtures imported from tests.exec_support
+"""The supervisor under load: 1 GB of output, random SIGKILLs, 8 concurrent runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import resource
+import signal
+import subprocess
+import time
+
+from tests.exec_support import PROV, penv, prov, prov_cache, runs_json, show_json  # noqa: F401
+
+GIB = 1 << 30
+
+
+def test_one_gib_of_stdout_with_bounded_memory(penv, tmp_path):
+    # the oracle: coreutils' digest of the same byte stream
+    expected = subprocess.run(
+        "head -c 1G /dev/zero | sha256sum", shell=True, capture_output=True, text=True, check=True
+    ).stdout.split()[0]
+    # baseline: prov's peak memory for a run with no output (warm snapshot cache)
+    prov("exec", "-q", "--", "true", env=penv)
+    assert prov("exec", "-q", "--", "true", env=penv).returncode == 0
+    baseline_kb = show_json(runs_json(penv)[0]["run_id"], penv)["resources"]["prov_max_rss_kb"]
+    with open(os.devnull, "wb") as devnull:
+        proc = subprocess.Popen(
+            [PROV, "exec", "-q", "--", "head", "-c", "1G", "/dev/zero"],
+            env=penv,
+            stdin=subprocess.DEVNULL,
+            stdout=devnull,
+            stderr=subprocess.PIPE,
+        )
+        _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    assert proc.returncode == 0, proc.stderr.read()
+    proc.stderr.close()
+    # ru_maxrss (KiB) of prov and its waited-for descendants: far below the 1 GiB streamed
+    assert usage.ru_maxrss < 160 * 1024, usage.ru_maxrss
+    rec = show_json(runs_json(penv)[0]["run_id"], penv)
+    assert rec["logs"]["stdout"] == {"digest": f"sha256:{expected}", "size": GIB}
+    # prov's own peak (getrusage(RUSAGE_SELF) at the end of the run) grew by a few chunks at most
+    assert rec["resources"]["prov_max_rss_kb"] < baseline_kb + 16 * 1024, (
+        rec["resources"]["prov_max_rss_kb"],
+        baseline_kb,
+    )
+    # the stored log is the real bytes (verified on read by fsck)
+    fsck = subprocess.run([PROV, "store", "fsck", "--json"], env=penv, capture_output=True)
+    assert json.loads(fsck.stdout)["ok"] is True
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss < 1 << 20  # the test itself too
+
+
+def test_random_sigkills_leave_a_consistent_store(penv):
+    """SIGKILL `prov exec` at random moments, 30 times: fsck clean, every run complete or
+    abandoned, and reindex reproduces the same runs."""
+    rng = random.Random(1234)
+    prov("exec", "-q", "--", "true", env=penv)  # warm the snapshot cache
+    kills = 0
+    for _ in range(30):
+        proc = subprocess.Popen(
+            [PROV, "exec", "-q", "--", "sh", "-c", "echo start; sleep 0.05; echo end"],
+            env=penv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        time.sleep(rng.uniform(0.0, 0.45))
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            kills += 1
+        proc.wait()
+    assert kills >= 20  # most of them really died mid-way
+    fsck = prov("store", "fsck", "--json", env=penv)
+    report = json.loads(fsck.stdout)
+    assert fsck.returncode == 0 and report["ok"], report
+    assert not report["corrupt"] and not report["missing"]
+    before = runs_json(penv)
+    assert {r["state"] for r in before} <= {"complete", "abandoned"}
+    assert len(before) >= 1
+    assert prov("store", "reindex", env=penv).returncode == 0
+    after = runs_json(penv)
+    # reindex finds every indexed run again (and runs whose index row the kill prevented)
+    assert {r["run_id"] for r in before} <= {r["run_id"] for r in after}
+    assert {r["state"] for r in after} <= {"complete", "abandoned"}
+    for r in after:
+        if r["run_id"] in {b["run_id"] for b in before}:
+            b = next(b for b in before if b["run_id"] == r["run_id"])
+            assert b["state"] == r["state"] or b["state"] == "abandoned"
+    again = json.loads(prov("store", "fsck", "--json", env=penv).stdout)
+    assert again["ok"] and not again["unindexed_runs"] and not again["stale_runs"]
+
+
+def test_eight_concurrent_runs_into_one_store(penv):
+    prov("exec", "-q", "--", "true", env=penv)  # warm cache, create the store
+    procs = [
+        subprocess.Popen(
+            [PROV, "exec", "-q", "--name", f"c{i}", "--", "sh", "-c", f"echo run {i}"],
+            env=penv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        for i in range(8)
+    ]
+    for i, p in enumerate(procs):
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
+        assert out == f"run {i}\n".encode()
+    runs = [r for r in runs_json(penv) if (r["name"] or "").startswith("c")]
+    assert sorted(r["name"] for r in runs) == [f"c{i}" for i in range(8)]
+    assert all(r["state"] == "complete" and r["exit_status"] == 0 for r in runs)
+    for r in runs:
+        rec = show_json(r["run_id"], penv)
+        log = prov("show", r["run_id"], "--cat", "stdout", env=penv).stdout
+        assert log == f"run {rec['name'][1:]}\n".encode()
+    fsck = json.loads(prov("store", "fsck", "--json", env=penv).stdout)
+    assert fsck["ok"] and fsck["runs"] == {"complete": 9}
+    assert not fsck["stale_runs"] and not fsck["unindexed_runs"]
