@@ -7,14 +7,14 @@ past a floor), so memory and time stay bounded whatever the input.
 
 from __future__ import annotations
 
-import hashlib
 import zlib
 from typing import Protocol
 
 from containers.errors import ImageError
+from containers.hashing import BackgroundHash
 
 CHUNK = 1 << 20
-MAX_RATIO = 1100  # deflate's theoretical maximum is ~1032:1
+MAX_RATIO = 250  # real layers compress far less; deflate tops out at ~1032:1
 RATIO_FLOOR = 64 << 20  # small layers of zeros are legitimate
 
 GZIP_MAGIC = b"\x1f\x8b"
@@ -31,7 +31,7 @@ class Decompressed:
     def __init__(self, raw: Reader, what: str) -> None:
         self._raw = raw
         self._what = what
-        self._hash = hashlib.sha256()
+        self._hash = BackgroundHash()
         self.compressed = 0
         self.out = 0
         head = self._raw_read(CHUNK)
@@ -47,6 +47,8 @@ class Decompressed:
         else:
             self.compression = "none"
             self._gen = self._plain(head)
+        # uncompressed from a verifying reader: the blob digest is the DiffID already
+        self._hash_out = self.compression != "none" or not hasattr(raw, "verified_digest")
 
     def _raw_read(self, n: int) -> bytes:
         data = self._raw.read(n)
@@ -141,13 +143,29 @@ class Decompressed:
             self._eof = True
             return b""
         self.out += len(out)
-        self._hash.update(out)
-        self._check_ratio()
+        if self._hash_out:
+            self._hash.update(out)
+        if self.compression != "none":
+            self._check_ratio()
         return out
 
     def drain(self) -> None:
         while self.chunk():
             pass
 
+    def close(self) -> None:
+        """Stop the hashing threads (also when the layer was refused half-way)."""
+        self._hash.close()
+        close = getattr(self._raw, "close", None)
+        if close is not None:
+            close()
+
     def diff_id(self) -> str:
+        if not self._hash_out:
+            # the uncompressed bytes are the blob: its verified digest is the DiffID, and
+            # hashing the same bytes twice would cost a third of the scan
+            verified = self._raw.verified_digest  # type: ignore[attr-defined]
+            if not verified:
+                raise ImageError(f"{self._what}: layer not fully read")
+            return verified
         return "sha256:" + self._hash.hexdigest()

@@ -7,6 +7,7 @@ import re
 from typing import BinaryIO
 
 from containers.errors import ImageError
+from containers.hashing import BackgroundHash
 
 DIGEST_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
 
@@ -38,7 +39,7 @@ class VerifyingReader:
         self._digest = digest
         self._size = size
         self._what = what
-        self._hash = hashlib.sha256()
+        self._hash = BackgroundHash()
         self.count = 0
         self._done = False
 
@@ -70,12 +71,18 @@ class VerifyingReader:
         if got != self._digest:
             raise ImageError(f"{self._what}: digest mismatch: expected {self._digest}, got {got}")
 
+    @property
+    def verified_digest(self) -> str | None:
+        """The digest once the whole stream was read and matched; None before."""
+        return self._digest if self._done else None
+
     def drain(self) -> None:
         """Read to the end so the digest is checked even when the consumer stopped early."""
         while self.read(1 << 20):
             pass
 
     def close(self) -> None:
+        self._hash.close()
         close = getattr(self._raw, "close", None)
         if close:
             close()

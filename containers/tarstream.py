@@ -27,6 +27,8 @@ class Entry:
 
 def normalize(name: str, what: str) -> str:
     """`./usr//lib/` -> `usr/lib`; a `..` component is path traversal and refused."""
+    if ".." not in name and "//" not in name and not name.startswith(("./", "/")):
+        return name[:-1] if name.endswith("/") else name  # the common case, cheaply
     parts = []
     for part in name.split("/"):
         if part in ("", "."):
@@ -90,6 +92,10 @@ def _cstr(field: bytes) -> bytes:
 
 
 def _number(field: bytes, what: str) -> int:
+    try:  # the common case: NUL- or space-terminated octal
+        return int(field.rstrip(b"\0 ").lstrip(b" ") or b"0", 8)
+    except ValueError:
+        pass
     if field and field[0] & 0x80:  # GNU base-256
         value = int.from_bytes(field[1:], "big")
         if field[0] & 0x40:
@@ -150,7 +156,7 @@ def entries(chunk: Callable[[], bytes], what: str) -> Iterator[tuple[Entry, Call
         if header == b"\0" * BLOCK:
             return  # end-of-archive; the caller drains the rest for the digest check
         stored = _number(header[148:156], what)
-        computed = sum(header) - sum(header[148:156]) + 8 * 32
+        computed = sum(header[:148]) + sum(header[156:]) + 8 * 32
         if stored != computed:
             raise ImageError(f"{what}: tar header checksum mismatch")
         size = _number(header[124:136], what)

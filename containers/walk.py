@@ -87,7 +87,7 @@ class FileView:
         """A wanted file's (layer, bytes), following symlinks inside the root."""
         real = self.resolve(path)
         if real is None:
-            raise ImageError(f"/{path}: symlink escapes the image root; refused")
+            raise ImageError(f"/{path}: symlink escapes the image root (or loops); refused")
         return self.files.get(real)
 
 
@@ -108,7 +108,10 @@ def _delete(view: FileView, whiteouts: set[str], opaque: set[str]) -> None:
         for d in (view.files, view.names, view.links):
             for key in [k for k in d if _under(k, whiteouts)]:
                 del d[key]
-    if opaque:
+    if "" in opaque:  # an opaque root: nothing of the lower layers remains
+        for d in (view.files, view.names, view.links):
+            d.clear()
+    elif opaque:
         for d in (view.files, view.names, view.links):
             for key in [k for k in d if "/" in k and _under(k.rsplit("/", 1)[0], opaque)]:
                 del d[key]
@@ -136,74 +139,17 @@ def walk(
                 on_bytes(idx, stream.compressed)
             return data
 
-        staged_files: dict[str, bytes] = {}
-        staged_names: set[str] = set()
-        staged_links: dict[str, str] = {}
-        regular: set[str] = set()
-        whiteouts: set[str] = set()
-        opaque: set[str] = set()
-        for entry, read_body in entries(chunk, layer.what):
-            path = entry.path
-            if not path:
-                continue
-            parent, _, base = path.rpartition("/")
-            if base.startswith(WHITEOUT):
-                if base == OPAQUE:
-                    opaque.add(parent)
-                else:
-                    name = base[len(WHITEOUT) :]
-                    if not name or name in (".", ".."):
-                        raise ImageError(f"{layer.what}: malformed whiteout {path!r}")
-                    whiteouts.add(f"{parent}/{name}" if parent else name)
-                continue
-            if entry.type in (CHARDEV, BLOCKDEV):
-                raise ImageError(f"{layer.what}: device file refused: /{path}")
-            # anything written here replaces what lower layers (or this one) had at `path`
-            staged_links.pop(path, None)
-            staged_files.pop(path, None)
-            staged_names.discard(path)
-            if entry.type == SYMLINK:
-                staged_links[path] = entry.linkname
-                continue
-            if entry.type in (DIRECTORY, FIFO):
-                continue
-            want = wants(path)
-            if entry.type == HARDLINK:
-                target = entry.linkname.lstrip("/")
-                if target.startswith("./"):
-                    target = target[2:]
-                if target not in regular:
-                    raise ImageError(
-                        f"{layer.what}: hardlink /{path} points to a missing target "
-                        f"{entry.linkname!r}"
-                    )
-                regular.add(path)
-                if want is NAME:
-                    staged_names.add(path)
-                elif want is not None:
-                    if target in staged_files:
-                        staged_files[path] = staged_files[target]
-                    else:
-                        view.warnings.append(
-                            f"{layer.what}: /{path} is a hardlink to an unread file; skipped"
-                        )
-                continue
-            regular.add(path)
-            if want is None:
-                continue
-            if want is NAME:
-                staged_names.add(path)
-                continue
-            if entry.size > MAX_WANTED_FILE:
-                view.warnings.append(f"{layer.what}: /{path} is too large to read; skipped")
-                continue
-            data = read_body()
-            staged_files[path] = want(data) if callable(want) else data
-        stream.drain()
-        # the verifying reader raises here if the blob's bytes do not match its digest
-        drain = getattr(raw, "drain", None)
-        if drain is not None:
-            drain()
+        try:
+            staged = _read_layer(layer, chunk, wants, view)
+            stream.drain()
+            # the verifying reader raises here if the blob's bytes do not match its digest
+            drain = getattr(raw, "drain", None)
+            if drain is not None:
+                drain()
+            stream.diff_id()  # before close() stops the hashing threads
+        finally:
+            stream.close()
+        staged_files, staged_names, staged_links, regular, whiteouts, opaque = staged
         _delete(view, whiteouts, opaque)
         for path in staged_files:
             view.links.pop(path, None)
@@ -228,3 +174,71 @@ def walk(
         if on_layer is not None:
             on_layer(idx, stream, staged_files)
     return view
+
+
+def _read_layer(layer: Layer, chunk: Callable[[], bytes], wants: Wants, view: FileView):
+    """One layer's staged entries; the digest checks run when its stream is drained."""
+    staged_files: dict[str, bytes] = {}
+    staged_names: set[str] = set()
+    staged_links: dict[str, str] = {}
+    regular: set[str] = set()
+    whiteouts: set[str] = set()
+    opaque: set[str] = set()
+    for entry, read_body in entries(chunk, layer.what):
+        path = entry.path
+        if not path:
+            continue
+        parent, _, base = path.rpartition("/")
+        if base.startswith(WHITEOUT):
+            if base == OPAQUE:
+                opaque.add(parent)
+            else:
+                name = base[len(WHITEOUT) :]
+                if not name or name in (".", ".."):
+                    raise ImageError(f"{layer.what}: malformed whiteout {path!r}")
+                whiteouts.add(f"{parent}/{name}" if parent else name)
+            continue
+        if entry.type in (CHARDEV, BLOCKDEV):
+            raise ImageError(f"{layer.what}: device file refused: /{path}")
+        # anything written here replaces what lower layers (or this one) had at `path`
+        staged_links.pop(path, None)
+        staged_files.pop(path, None)
+        staged_names.discard(path)
+        if entry.type == SYMLINK:
+            staged_links[path] = entry.linkname
+            continue
+        if entry.type in (DIRECTORY, FIFO):
+            continue
+        want = wants(path)
+        if entry.type == HARDLINK:
+            target = entry.linkname.lstrip("/")
+            if target.startswith("./"):
+                target = target[2:]
+            if target not in regular:
+                raise ImageError(
+                    f"{layer.what}: hardlink /{path} points to a missing target "
+                    f"{entry.linkname!r}"
+                )
+            regular.add(path)
+            if want is NAME:
+                staged_names.add(path)
+            elif want is not None:
+                if target in staged_files:
+                    staged_files[path] = staged_files[target]
+                else:
+                    view.warnings.append(
+                        f"{layer.what}: /{path} is a hardlink to an unread file; skipped"
+                    )
+            continue
+        regular.add(path)
+        if want is None:
+            continue
+        if want is NAME:
+            staged_names.add(path)
+            continue
+        if entry.size > MAX_WANTED_FILE:
+            view.warnings.append(f"{layer.what}: /{path} is too large to read; skipped")
+            continue
+        data = read_body()
+        staged_files[path] = want(data) if callable(want) else data
+    return staged_files, staged_names, staged_links, regular, whiteouts, opaque

@@ -74,7 +74,8 @@ class RegistryClient:
         for attempt in range(2):
             req = urllib.request.Request(url, headers=dict(headers), method=method)
             if self._auth:
-                req.add_header("Authorization", self._auth)
+                # unredirected: a blob redirect to a CDN must not carry the registry token
+                req.add_unredirected_header("Authorization", self._auth)
             try:
                 return urllib.request.urlopen(req, timeout=TIMEOUT)
             except urllib.error.HTTPError as exc:
@@ -110,7 +111,7 @@ class RegistryClient:
         req = urllib.request.Request(url, headers={"User-Agent": "prov"})
         if self._creds:
             basic = base64.b64encode(self._creds.encode()).decode()
-            req.add_header("Authorization", f"Basic {basic}")
+            req.add_unredirected_header("Authorization", f"Basic {basic}")
         try:
             with urllib.request.urlopen(req, timeout=TIMEOUT) as resp:
                 doc = json.loads(resp.read(1 << 20))

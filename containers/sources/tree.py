@@ -79,9 +79,14 @@ class Tree:
             member = self._member(name)
             if member is None or not member.isfile():
                 raise ImageError(f"{self.what}: missing {name}")
-            fh = self._tar.extractfile(member)
-            assert fh is not None
-            return fh  # type: ignore[return-value]
+            if member.sparse is not None:
+                fh = self._tar.extractfile(member)
+                assert fh is not None
+                return fh  # type: ignore[return-value]
+            # a plain member is a byte range: read it directly, without tarfile's layers
+            raw = open(self.path, "rb", buffering=0)  # noqa: SIM115 - closed by the caller
+            raw.seek(member.offset_data)
+            return _Range(raw, member.size)  # type: ignore[return-value]
         full = self._file(name)
         if full is None:
             raise ImageError(f"{self.what}: missing {name}")
@@ -100,6 +105,31 @@ class Tree:
             raise ImageError(f"{self.what}: {name} larger than {limit} bytes; refused")
         with self.open(name) as fh:
             return fh.read(limit + 1)
+
+
+class _Range:
+    """`size` bytes of an open file from its current position."""
+
+    def __init__(self, raw: BinaryIO, size: int) -> None:
+        self._raw = raw
+        self._left = size
+
+    def read(self, n: int = -1) -> bytes:
+        if self._left <= 0:
+            return b""
+        n = self._left if n < 0 else min(n, self._left)
+        data = self._raw.read(n)
+        self._left -= len(data)
+        return data
+
+    def close(self) -> None:
+        self._raw.close()
+
+    def __enter__(self) -> _Range:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 class TreeBlobs:
