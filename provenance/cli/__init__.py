@@ -25,6 +25,7 @@ app = typer.Typer(
 from provenance.cli import diff_cmd, lock_cmd, pin_cmd, snapshot_cmd, verify_cmd  # noqa: E402,F401,I001
 from provenance.cli import compare_cmd, exec_cmd, runs_cmd, store_cmd  # noqa: E402,F401
 from provenance.cli import demo_cmd, run_cmd  # noqa: E402,F401
+from provenance.cli import audit_cmd, publish_cmd, sbom_cmd  # noqa: E402,F401
 
 
 def main() -> None:
@@ -41,7 +42,10 @@ def main() -> None:
         print("prov: interrupted", file=sys.stderr)
         sys.exit(130)
     except Exception as exc:  # click's usage errors come through here too
-        import click
+        try:
+            import click
+        except ImportError:  # typer >= 0.27 vendors click
+            from typer import _click as click  # type: ignore[no-redef]
 
         if isinstance(exc, click.exceptions.Exit):
             sys.exit(exc.exit_code)

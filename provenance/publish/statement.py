@@ -1,0 +1,88 @@
+"""The in-toto Statement v1 with a SLSA-provenance-v1-shaped predicate."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from provenance.publish.inputs import Subject
+from provenance.redact import redact_argv, redact_value
+
+STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
+PREDICATE_TYPE = "https://slsa.dev/provenance/v1"
+BUILD_TYPE = "urn:prov-llm:buildtype:run:v1"
+BUILDER_ID = "urn:prov-llm:builder:prov"
+
+
+def descriptor(name: str, sha256_hex: str, **extra: Any) -> dict[str, Any]:
+    return {"name": name, "digest": {"sha256": sha256_hex}, **extra}
+
+
+def build_statement(
+    subjects: list[dict[str, Any]],
+    subject: Subject,
+    byproducts: list[dict[str, Any]],
+    parameters: dict[str, str],
+    dependencies: dict[str, str],
+    prov_version: str,
+) -> dict[str, Any]:
+    m = subject.manifest
+    run = subject.run
+    external: dict[str, Any] = {
+        "parameters": {k: redact_value(k, v) for k, v in sorted(parameters.items())}
+    }
+    if run is not None:
+        external["command"] = redact_argv(list(run.argv))
+        params = run.record.get("params")
+        if isinstance(params, dict) and params:
+            external["runParameters"] = {k: redact_value(k, str(v))
+                                         for k, v in sorted(params.items())}
+        # A result the run itself declared as an output says so in its subject entry.
+        by_digest = {d: p for p, d in run.outputs.items()}
+        for subj in subjects:
+            path = by_digest.get("sha256:" + subj["digest"]["sha256"])
+            if path:
+                subj["annotations"] = {"runOutput": path}
+    resolved = [
+        descriptor(
+            "manifest",
+            m.digest().split(":", 1)[1],
+            uri=f"manifests/{m.digest().split(':', 1)[1]}.json",
+            annotations={"digestOf": "canonical JSON of the manifest's identity leaves"},
+        )
+    ]
+    image = m.facts.get("image") if isinstance(m.facts.get("image"), dict) else None
+    if image is not None:
+        digest = next((str(image[k]) for k in ("digest", "manifest_digest", "index_digest")
+                       if isinstance(image.get(k), str) and image[k].startswith("sha256:")), None)
+        ref = next((str(image[k]) for k in ("reference", "ref", "name", "source")
+                    if isinstance(image.get(k), str)), "image")
+        if digest:
+            resolved.append(descriptor("image", digest[7:], uri=ref))
+    for name, value in sorted(dependencies.items()):
+        algo, _, hexd = value.partition(":")
+        resolved.append({"name": name, "digest": {algo: hexd}})
+    metadata: dict[str, Any] = {}
+    if run is not None:
+        metadata["invocationId"] = run.run_id
+        if run.started:
+            metadata["startedOn"] = run.started
+        if run.ended:
+            metadata["finishedOn"] = run.ended
+    return {
+        "_type": STATEMENT_TYPE,
+        "subject": subjects,
+        "predicateType": PREDICATE_TYPE,
+        "predicate": {
+            "buildDefinition": {
+                "buildType": BUILD_TYPE,
+                "externalParameters": external,
+                "internalParameters": {"subject": f"{subject.kind}: {subject.label}"},
+                "resolvedDependencies": resolved,
+            },
+            "runDetails": {
+                "builder": {"id": BUILDER_ID, "version": {"prov": prov_version}},
+                "metadata": metadata,
+                "byproducts": byproducts,
+            },
+        },
+    }

@@ -1,0 +1,169 @@
+"""Build a CycloneDX 1.6 BOM from a `Subject` (a manifest, maybe a run, maybe an image).
+
+Deterministic by construction: the serial number is a UUIDv5 of the manifest digest (and
+run id, and audit database digest when vulnerabilities are included), there is no
+timestamp unless one is passed, and every bom-ref is a purl or a fixed name.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from provenance.publish.inputs import Subject
+from provenance.redact import redact_argv
+from provenance.sbom import components as comp
+from provenance.sbom.metadata import marker_environment, read_installed, resolve_requires
+
+SERIAL_NAMESPACE = uuid.UUID("6f0b1c1e-6d2a-5f57-9a53-70726f762d73")  # fixed: "prov-s"
+
+
+@dataclass
+class BuiltBom:
+    bom: Any  # cyclonedx.model.bom.Bom
+    formulation: list[dict[str, Any]] = field(default_factory=list)  # raw JSON, see render
+    graph_note: str = ""
+
+
+def serial_for(manifest_digest: str, *extra: str) -> uuid.UUID:
+    return uuid.uuid5(SERIAL_NAMESPACE, "\n".join((manifest_digest, *extra)))
+
+
+def _prop(name: str, value: Any):
+    from cyclonedx.model import Property
+
+    return Property(name=name, value=str(value))
+
+
+def prov_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("prov-llm")
+    except PackageNotFoundError:  # pragma: no cover - running from a bare checkout
+        return "0+unknown"
+
+
+def build_bom(
+    subject: Subject,
+    timestamp: datetime | None = None,
+    vulnerabilities: list | None = None,
+    serial_extra: tuple[str, ...] = (),
+) -> BuiltBom:
+    from cyclonedx.model.bom import Bom, BomMetaData
+    from cyclonedx.model.component import Component, ComponentType
+
+    m = subject.manifest
+    facts = m.facts
+    digest = m.digest()
+    python = facts.get("python") if isinstance(facts.get("python"), dict) else {}
+    packages = python.get("packages") if isinstance(python.get("packages"), dict) else {}
+    os_facts = facts.get("os") if isinstance(facts.get("os"), dict) else {}
+    dpkg = os_facts.get("dpkg") if isinstance(os_facts.get("dpkg"), dict) else {}
+    release = os_facts.get("release") if isinstance(os_facts.get("release"), dict) else {}
+    image = facts.get("image") if isinstance(facts.get("image"), dict) else None
+
+    info = read_installed(packages) if subject.local else {}
+    py = comp.python_components(packages, info)
+    debs = comp.deb_components(dpkg, release)
+    others = comp.gpu_stack_components(facts)
+    os_comp = comp.os_component(os_facts)
+    if os_comp is not None:
+        others.append(os_comp)
+
+    # The BOM's subject: the image itself, or the environment/run as an application.
+    if image is not None:
+        root = comp.image_component(image)
+    else:
+        root = Component(
+            type=ComponentType.APPLICATION if subject.run else ComponentType.PLATFORM,
+            name=f"run {subject.run.run_id}" if subject.run else "python-environment",
+            version=digest,
+            bom_ref=f"prov:manifest:{digest}",
+        )
+    props = [_prop("prov:manifest-digest", digest)]
+    props += [_prop(f"prov:section-digest:{k}", v) for k, v in m.section_digests().items()]
+    props.append(_prop("prov:subject", f"{subject.kind}: {subject.label}"))
+    if subject.run:
+        props += _run_properties(subject)
+
+    from cyclonedx.model.tool import ToolRepository
+
+    tools = ToolRepository()
+    tools.components.add(
+        Component(type=ComponentType.APPLICATION, name="prov", version=prov_version(),
+                  group="prov-llm", bom_ref="tool:prov")
+    )
+    meta = BomMetaData(component=root, tools=tools, properties=props)
+    meta.timestamp = timestamp  # None: no wall-clock time in the output
+
+    extra = tuple(serial_extra)
+    if subject.run:
+        extra = (subject.run.run_id, *extra)
+    bom = Bom(
+        components=[*py, *debs, *others],
+        serial_number=serial_for(digest, *extra),
+        metadata=meta,
+        vulnerabilities=vulnerabilities or [],
+    )
+
+    # Dependency graph: Requires-Dist from installed metadata, where it can be read.
+    by_name = {c.name: c for c in py}
+    if info:
+        env = marker_environment(python)
+        graph = resolve_requires(info, set(by_name), env)
+        for name in sorted(by_name):
+            deps = [by_name[d] for d in graph.get(name, []) if d in by_name]
+            bom.register_dependency(by_name[name], deps)
+        note = (f"requires-dist: read from installed metadata for {len(info)} of "
+                f"{len(py)} Python packages")
+    else:
+        note = ("unavailable: the manifest records no Requires-Dist and its environment is "
+                "not installed here")
+        for c in py:
+            bom.register_dependency(c, [])
+    bom.register_dependency(root, [*py, *debs, *others])
+    meta.properties.add(_prop("prov:dependency-graph", note))
+    return BuiltBom(bom=bom, formulation=_formulation(subject), graph_note=note)
+
+
+def _run_properties(subject: Subject) -> list:
+    run = subject.run
+    assert run is not None
+    props = [_prop("prov:run:id", run.run_id),
+             _prop("prov:run:command", " ".join(redact_argv(list(run.argv))))]
+    for name, value in (("started", run.started), ("ended", run.ended),
+                        ("exit-status", run.exit_status)):
+        if value is not None:
+            props.append(_prop(f"prov:run:{name}", value))
+    return props
+
+
+def _formulation(subject: Subject) -> list[dict[str, Any]]:
+    """The run as CycloneDX 1.6 `formulation` (the library has no model for it): one formula
+    with one workflow whose single step executed the recorded command."""
+    run = subject.run
+    if run is None:
+        return []
+    digest = subject.manifest.digest()
+    workflow: dict[str, Any] = {
+        "bom-ref": f"prov:workflow:{run.run_id}",
+        "uid": run.run_id,
+        "name": "prov exec",
+        "taskTypes": ["other"],
+        "steps": [{"name": "exec",
+                   "commands": [{"executed": " ".join(redact_argv(list(run.argv)))}]}],
+        "properties": [{"name": "prov:manifest-digest", "value": digest}],
+    }
+    if run.started:
+        workflow["timeStart"] = run.started
+    if run.ended:
+        workflow["timeEnd"] = run.ended
+    if run.exit_status is not None:
+        workflow["properties"].append({"name": "prov:run:exit-status",
+                                       "value": str(run.exit_status)})
+    for path, d in sorted(run.outputs.items()):
+        workflow["properties"].append({"name": f"prov:output:{path}", "value": d})
+    return [{"bom-ref": f"prov:formula:{run.run_id}", "workflows": [workflow]}]

@@ -1,0 +1,312 @@
+"""Manifest sections -> CycloneDX components. One function per kind of package or device.
+
+cyclonedx is imported by the caller (`provenance.sbom.build`), never at CLI start.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from provenance.model import join_key
+from provenance.sbom.metadata import DistInfo, normalize
+
+# Values that mean "not known" in a manifest leaf (collectors never crash, they say why).
+_UNKNOWN_PREFIXES = ("unavailable", "unknown", "none", "error")
+
+
+def known(value: Any) -> bool:
+    if value is None or value == "":
+        return False
+    head = value.split(":", 1)[0].strip().lower() if isinstance(value, str) else ""
+    return head not in _UNKNOWN_PREFIXES
+
+
+def _sha256_hex(value: Any) -> str | None:
+    if isinstance(value, str) and value.startswith("sha256:") and len(value) == 71:
+        return value[7:]
+    return None
+
+
+def _prop(name: str, value: Any):
+    from cyclonedx.model import Property
+
+    return Property(name=name, value=str(value))
+
+
+def licenses_for(info: DistInfo | None) -> list:
+    """Licences as the metadata states them: an SPDX expression, else the License field or
+    the licence classifiers by name."""
+    if info is None:
+        return []
+    try:
+        from cyclonedx.contrib.license.factories import LicenseFactory
+    except ImportError:  # cyclonedx-python-lib before 11.x
+        from cyclonedx.factory.license import LicenseFactory
+
+    factory = LicenseFactory()
+    if info.license_expression:
+        try:
+            return [factory.make_from_string(info.license_expression)]
+        except Exception:  # noqa: BLE001 - a malformed expression falls through to the rest
+            pass
+    if info.license_text and info.license_text.upper() != "UNKNOWN":
+        return [factory.make_from_string(info.license_text)]
+    return [factory.make_from_string(c) for c in sorted(set(info.license_classifiers))]
+
+
+def python_components(packages: dict[str, Any], info: dict[str, DistInfo]) -> list:
+    from cyclonedx.model import HashAlgorithm, HashType
+    from cyclonedx.model.component import Component, ComponentType
+    from packageurl import PackageURL
+
+    out = []
+    for key in sorted(packages):
+        entry = packages[key]
+        if not isinstance(entry, dict) or not known(entry.get("version")):
+            continue
+        name = normalize(str(entry.get("name", key)))
+        version = str(entry["version"])
+        purl = PackageURL(type="pypi", name=name, version=version)
+        hashes, props = [], [_prop("prov:manifest-key", join_key(["python", "packages", key]))]
+        fp = _sha256_hex(entry.get("fingerprint"))
+        if fp:
+            # prov's content fingerprint: sha256 over the sorted RECORD rows of the wheel's
+            # own files; two installs of one wheel agree (see collectors/python_env.py).
+            hashes.append(HashType(alg=HashAlgorithm.SHA_256, content=fp))
+            props.append(_prop("prov:fingerprint", entry["fingerprint"]))
+        record = entry.get("record_sha256")
+        if _sha256_hex(record):
+            props.append(_prop("prov:record-sha256", record))
+        for field in ("installer", "layer"):
+            if known(entry.get(field)):
+                props.append(_prop(f"prov:{field}", entry[field]))
+        direct = entry.get("direct_url")
+        if isinstance(direct, dict):
+            for k in sorted(direct):
+                props.append(_prop(f"prov:direct-url:{k}", direct[k]))
+        out.append(
+            Component(
+                type=ComponentType.LIBRARY,
+                name=name,
+                version=version,
+                purl=purl,
+                bom_ref=purl.to_string(),
+                hashes=hashes,
+                licenses=licenses_for(info.get(key)),
+                properties=props,
+            )
+        )
+    return out
+
+
+def deb_components(dpkg: dict[str, Any], release: dict[str, Any]) -> list:
+    """`pkg:deb/<distro>/<name>@<version>?arch=..&distro=<id>-<version_id>` as syft writes."""
+    from cyclonedx.model import HashAlgorithm, HashType
+    from cyclonedx.model.component import Component, ComponentType
+    from packageurl import PackageURL
+
+    distro = str(release.get("id") or "debian")
+    distro_q = f"{distro}-{release['version_id']}" if release.get("version_id") else None
+    out = []
+    for key in sorted(dpkg):
+        entry = dpkg[key]
+        if not isinstance(entry, dict) or not known(entry.get("version")):
+            continue
+        name = str(entry.get("package") or entry.get("name") or key.split(":", 1)[0])
+        version = str(entry["version"])
+        qualifiers = {}
+        if known(entry.get("arch")):
+            qualifiers["arch"] = str(entry["arch"])
+        if distro_q:
+            qualifiers["distro"] = distro_q
+        source = entry.get("source")
+        if known(source) and source != name:
+            src_version = entry.get("source_version")
+            upstream = f"{source}@{src_version}" if known(src_version) else str(source)
+            qualifiers["upstream"] = upstream
+        purl = PackageURL(
+            type="deb", namespace=distro, name=name, version=version, qualifiers=qualifiers
+        )
+        props = [_prop("prov:manifest-key", join_key(["os", "dpkg", key]))]
+        for field in ("source", "source_version", "layer"):
+            if known(entry.get(field)):
+                props.append(_prop(f"prov:{field.replace('_', '-')}", entry[field]))
+        hashes = []
+        md5 = entry.get("md5sums")
+        if isinstance(md5, str) and _sha256_hex(md5):
+            props.append(_prop("prov:md5sums-sha256", md5))
+        if _sha256_hex(entry.get("sha256")):
+            hashes.append(HashType(alg=HashAlgorithm.SHA_256, content=entry["sha256"][7:]))
+        out.append(
+            Component(
+                type=ComponentType.LIBRARY,
+                name=name,
+                version=version,
+                purl=purl,
+                bom_ref=purl.to_string(),
+                hashes=hashes,
+                properties=props,
+            )
+        )
+    return out
+
+
+def image_component(image: dict[str, Any]):
+    """The image itself: `pkg:oci/<name>@sha256:...?repository_url=...&tag=...`."""
+    from cyclonedx.model import HashAlgorithm, HashType
+    from cyclonedx.model.component import Component, ComponentType
+    from packageurl import PackageURL
+
+    ref = next(
+        (str(image[k]) for k in ("reference", "ref", "name", "source") if known(image.get(k))),
+        "image",
+    )
+    digest = next(
+        (str(image[k]) for k in ("digest", "manifest_digest", "index_digest", "config_digest")
+         if _sha256_hex(image.get(k))),
+        None,
+    )
+    repo, tag = _split_reference(ref)
+    name = repo.rsplit("/", 1)[-1].lower() or "image"
+    qualifiers = {"repository_url": repo} if "/" in repo or "." in repo else {}
+    if tag:
+        qualifiers["tag"] = tag
+    for k in ("architecture", "arch", "platform"):
+        if known(image.get(k)):
+            # "linux/amd64" or "linux/arm64/v8": the purl arch is the part after the OS.
+            parts = str(image[k]).split("/")
+            qualifiers["arch"] = parts[1] if k == "platform" and len(parts) > 1 else parts[0]
+            break
+    purl = PackageURL(type="oci", name=name, version=digest, qualifiers=qualifiers)
+    props = [_prop(f"prov:image:{k}", v) for k, v in sorted(_flat(image).items())]
+    return Component(
+        type=ComponentType.CONTAINER,
+        name=repo or name,
+        version=digest or tag or "unknown",
+        purl=purl,
+        bom_ref=purl.to_string(),
+        hashes=[HashType(alg=HashAlgorithm.SHA_256, content=digest[7:])] if digest else [],
+        properties=props,
+    )
+
+
+def _split_reference(ref: str) -> tuple[str, str | None]:
+    ref = ref.split("@", 1)[0]
+    for prefix in ("docker://", "registry:", "oci:", "docker-archive:"):
+        if ref.startswith(prefix):
+            ref = ref[len(prefix):]
+    slash = ref.rfind("/")
+    colon = ref.rfind(":")
+    if colon > slash:
+        return ref[:colon], ref[colon + 1:]
+    return ref, None
+
+
+def _flat(tree: dict[str, Any], prefix: tuple[str, ...] = ()) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in tree.items():
+        if isinstance(v, dict):
+            out.update(_flat(v, prefix + (k,)))
+        else:
+            out[join_key(prefix + (k,))] = v if not isinstance(v, list) else ",".join(map(str, v))
+    return out
+
+
+def os_component(os_facts: dict[str, Any]):
+    from cyclonedx.model.component import Component, ComponentType
+
+    release = os_facts.get("release") if isinstance(os_facts.get("release"), dict) else {}
+    if not release.get("id"):
+        return None
+    props = []
+    for k in ("kernel", "libc", "machine", "system"):
+        value = os_facts.get(k)
+        if isinstance(value, dict):
+            props += [_prop(f"prov:os:{k}:{sub}", v) for sub, v in sorted(_flat(value).items())]
+        elif known(value):
+            props.append(_prop(f"prov:os:{k}", value))
+    return Component(
+        type=ComponentType.OPERATING_SYSTEM,
+        name=str(release["id"]),
+        version=str(release.get("version_id") or release.get("version_codename") or "unknown"),
+        description=str(release.get("pretty_name") or release.get("name") or "") or None,
+        bom_ref=f"os:{release['id']}",
+        properties=props,
+    )
+
+
+def gpu_stack_components(facts: dict[str, Any]) -> list:
+    """GPUs as devices, VBIOS as firmware, the driver, CUDA (driver API and runtime as loaded by
+    torch), cuDNN and NCCL as platform/library components. Context leaves (UUID, serial,
+    temperatures, clocks) stay out: they identify hardware, not the software stack."""
+    from cyclonedx.model.component import Component, ComponentType
+
+    gpu = facts.get("gpu") if isinstance(facts.get("gpu"), dict) else {}
+    torch = facts.get("torch") if isinstance(facts.get("torch"), dict) else {}
+    out = []
+    if known(gpu.get("driver")):
+        out.append(Component(type=ComponentType.DEVICE_DRIVER, name="nvidia-driver",
+                             version=str(gpu["driver"]), bom_ref="gpu:driver"))
+    if known(gpu.get("cuda_driver")):
+        out.append(Component(type=ComponentType.PLATFORM, name="cuda-driver-api",
+                             version=str(gpu["cuda_driver"]), bom_ref="gpu:cuda-driver-api"))
+    if known(gpu.get("nvml")):
+        out.append(Component(type=ComponentType.LIBRARY, name="nvml",
+                             version=str(gpu["nvml"]), bom_ref="gpu:nvml"))
+    devices = gpu.get("devices") if isinstance(gpu.get("devices"), dict) else {}
+    for idx in sorted(devices, key=lambda s: (len(s), s)):
+        dev = devices[idx]
+        if not isinstance(dev, dict) or not known(dev.get("name")):
+            continue
+        props = [
+            _prop(f"prov:gpu:{k}", dev[k])
+            for k in ("compute_capability", "memory_total_mib", "ecc_enabled", "mig_enabled",
+                      "compute_mode", "persistence_mode", "power_limit_w")
+            if known(dev.get(k))
+        ]
+        out.append(Component(type=ComponentType.DEVICE, name=str(dev["name"]),
+                             bom_ref=f"gpu:{idx}", properties=props))
+        if known(dev.get("vbios")):
+            out.append(Component(type=ComponentType.FIRMWARE, name=f"vbios-gpu{idx}",
+                                 version=str(dev["vbios"]), bom_ref=f"gpu:{idx}:vbios"))
+    out += _image_cuda(facts.get("cuda"))
+    for key, name, ctype in (
+        ("cuda_runtime", "cuda-runtime", ComponentType.PLATFORM),
+        ("cudnn", "cudnn", ComponentType.LIBRARY),
+        ("nccl", "nccl", ComponentType.LIBRARY),
+        ("hip", "hip-runtime", ComponentType.PLATFORM),
+    ):
+        if known(torch.get(key)):
+            out.append(Component(type=ctype, name=name, version=str(torch[key]),
+                                 bom_ref=f"torch:{name}",
+                                 properties=[_prop("prov:loaded-by", "torch")]))
+    return out
+
+
+
+def _image_cuda(cuda: Any) -> list:
+    """An image's CUDA stack as the container catalog found it: toolkits (version.json) as
+    platforms, versioned cuDNN/NCCL/cuBLAS/cudart libraries (by file name) as libraries."""
+    from cyclonedx.model.component import Component, ComponentType
+
+    if not isinstance(cuda, dict):
+        return []
+    out = []
+    toolkits = cuda.get("toolkit") if isinstance(cuda.get("toolkit"), dict) else {}
+    for home in sorted(toolkits):
+        entry = toolkits[home]
+        if isinstance(entry, dict) and known(entry.get("cuda")):
+            props = [_prop(f"prov:cuda:{k}", v) for k, v in sorted(entry.items())
+                     if k != "cuda" and not isinstance(v, (dict, list))]
+            out.append(Component(type=ComponentType.PLATFORM, name="cuda-toolkit",
+                                 version=str(entry["cuda"]), bom_ref=f"cuda:toolkit:{home}",
+                                 properties=props))
+    libs = cuda.get("libraries") if isinstance(cuda.get("libraries"), dict) else {}
+    for lib in sorted(libs):
+        entry = libs[lib]
+        if isinstance(entry, dict) and known(entry.get("version")):
+            paths = entry.get("paths") if isinstance(entry.get("paths"), list) else []
+            out.append(Component(type=ComponentType.LIBRARY, name=f"lib{lib}",
+                                 version=str(entry["version"]), bom_ref=f"cuda:lib:{lib}",
+                                 properties=[_prop("prov:path", p) for p in sorted(paths)]))
+    return out

@@ -1,0 +1,58 @@
+"""Resolve what the user asked an SBOM or audit for into a `Subject`."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from provenance.errors import ProvError
+from provenance.model import Manifest, ManifestError
+from provenance.publish.inputs import Subject, load_run
+
+
+def resolve_subject(
+    image: str | None = None, run: str | None = None, manifest: Path | None = None
+) -> Subject:
+    options = (("--image", image), ("--run", run), ("--manifest", manifest))
+    given = [name for name, v in options if v]
+    if len(given) > 1:
+        raise ProvError(f"give one of --image, --run, --manifest (got {', '.join(given)})")
+    if manifest is not None:
+        try:
+            m = Manifest.read(manifest)
+        except ManifestError as exc:
+            raise ProvError(str(exc)) from None
+        return Subject(m, label=Path(manifest).name, kind="manifest", local=is_local(m))
+    if run is not None:
+        info, m = load_run(run)
+        return Subject(m, label=f"run {info.run_id}", kind="run", run=info, local=is_local(m))
+    if image is not None:
+        return Subject(scan_image_manifest(image), label=image, kind="image")
+    return this_environment()
+
+
+def this_environment() -> Subject:
+    from provenance.snapshot import SnapshotOptions, take_snapshot
+
+    m, _warnings = take_snapshot(SnapshotOptions())
+    return Subject(m, label="environment", kind="environment", local=True)
+
+
+def is_local(m: Manifest) -> bool:
+    """The manifest was taken of this very interpreter (so its metadata can be read)."""
+    return m.get("python.executable") == sys.executable and m.get("python.prefix") == sys.prefix
+
+
+def scan_image_manifest(source: str) -> Manifest:
+    try:
+        from containers import scan_image
+    except ImportError:
+        raise ProvError(
+            f"--image {source}: this build of prov has no image reader yet; "
+            "scan the image to a manifest and use --manifest FILE"
+        ) from None
+    scan = scan_image(source)
+    try:
+        return Manifest(facts=scan.facts())
+    except ManifestError as exc:
+        raise ProvError(f"--image {source}: {exc}") from None
