@@ -42,17 +42,20 @@ def main() -> None:
         print("prov: interrupted", file=sys.stderr)
         sys.exit(130)
     except Exception as exc:  # click's usage errors come through here too
-        try:
-            import click
-        except ImportError:  # typer >= 0.27 vendors click
-            from typer import _click as click  # type: ignore[no-redef]
-
-        if isinstance(exc, click.exceptions.Exit):
+        try:  # typer >= 0.27 vendors click; a separately installed click is not the one raising
+            from typer._click import exceptions as click_exc
+        except ImportError:
+            from click import exceptions as click_exc  # type: ignore[no-redef]
+        if isinstance(exc, typer.Exit):
             sys.exit(exc.exit_code)
-        if isinstance(exc, click.ClickException):
-            exc.show()
+        if isinstance(exc, click_exc.UsageError):
+            where = exc.ctx.command_path if exc.ctx is not None else "prov"
+            print(f"prov: error: {exc.format_message()} (see '{where} --help')", file=sys.stderr)
             sys.exit(2)
-        if isinstance(exc, click.exceptions.Abort):
+        if isinstance(exc, click_exc.ClickException):
+            print(f"prov: error: {exc.format_message()}", file=sys.stderr)
+            sys.exit(exc.exit_code or 2)
+        if isinstance(exc, click_exc.Abort):
             print("prov: aborted", file=sys.stderr)
             sys.exit(130)
         if os.environ.get("PROV_DEBUG"):

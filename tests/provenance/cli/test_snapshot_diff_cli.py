@@ -108,3 +108,9 @@ def test_help_does_not_import_heavy_modules():
             "if m in sys.modules]\nprint('HEAVY', bad)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout
     assert "HEAVY []" in out, out
+
+
+def test_usage_errors_are_one_line():
+    for args in (["compare", "onlyone"], ["snapshot", "--bogus"], ["nosuchcommand"]):
+        err = assert_one_line_error(run_prov(*args))
+        assert err.startswith("prov: error:") and "--help" in err
