@@ -7,6 +7,7 @@ names of untracked files. Outside a repository: `{"repository": false}`.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +51,9 @@ def git_state(cwd: Path | None = None) -> tuple[dict[str, Any], bytes | None]:
         import git  # gitpython
     except ImportError:
         return {"repository": True, "error": "gitpython is not installed"}, None
+    # `git status` refreshes the index under .git/index.lock when it can; a prov killed at that
+    # moment would leave a stale lock in the user's repository. Reading needs no lock.
+    os.environ["GIT_OPTIONAL_LOCKS"] = "0"
     try:
         repo = git.Repo(cwd, search_parent_directories=True)
     except Exception as exc:  # InvalidGitRepositoryError, a bare or broken .git

@@ -54,17 +54,40 @@ RUN_COLUMNS = (
 )
 
 
+def _retry_locked(step, deadline_s: float = 60.0):
+    """Run `step`, retrying while another connection holds the lock.
+
+    Switching a new database to WAL needs an exclusive lock, and SQLite answers "database is
+    locked" at once there instead of waiting out busy_timeout, so concurrent first openers
+    (several `prov exec` into a fresh store) retry with a short backoff.
+    """
+    import random
+    import time
+
+    end = time.monotonic() + deadline_s
+    while True:
+        try:
+            return step()
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > end:
+                raise
+            time.sleep(random.uniform(0.005, 0.05))
+
+
 def connect(path: Path) -> sqlite3.Connection:
     conn = sqlite3.connect(path, timeout=60.0, isolation_level=None, check_same_thread=False)
     conn.row_factory = sqlite3.Row
     conn.execute("PRAGMA busy_timeout = 60000")
-    mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
+    mode = _retry_locked(lambda: conn.execute("PRAGMA journal_mode").fetchone()[0])
     if mode != "wal":
-        conn.execute("PRAGMA journal_mode = WAL")
+        _retry_locked(lambda: conn.execute("PRAGMA journal_mode = WAL"))
     # NORMAL in WAL mode survives a killed process; the index is rebuildable after power loss.
     conn.execute("PRAGMA synchronous = NORMAL")
-    if conn.execute("SELECT count(*) FROM sqlite_master WHERE name = 'runs'").fetchone()[0] == 0:
-        conn.executescript(SCHEMA)  # idempotent: concurrent creators queue on the lock
+    has_schema = _retry_locked(
+        lambda: conn.execute("SELECT count(*) FROM sqlite_master WHERE name = 'runs'").fetchone()[0]
+    )
+    if has_schema == 0:
+        _retry_locked(lambda: conn.executescript(SCHEMA))  # idempotent (IF NOT EXISTS)
     return conn
 
 
