@@ -51,11 +51,11 @@ def git_state(cwd: Path | None = None) -> tuple[dict[str, Any], bytes | None]:
         import git  # gitpython
     except ImportError:
         return {"repository": True, "error": "gitpython is not installed"}, None
-    # `git status` refreshes the index under .git/index.lock when it can; a prov killed at that
-    # moment would leave a stale lock in the user's repository. Reading needs no lock.
-    os.environ["GIT_OPTIONAL_LOCKS"] = "0"
     try:
         repo = git.Repo(cwd, search_parent_directories=True)
+        # `git status` refreshes the index under .git/index.lock when it can; a prov killed
+        # at that moment would leave a stale lock in the user's repository. Reading needs none.
+        repo.git.update_environment(GIT_OPTIONAL_LOCKS="0")
     except Exception as exc:  # InvalidGitRepositoryError, a bare or broken .git
         return {"repository": True, "error": f"{type(exc).__name__}: {exc}"[:300]}, None
     facts: dict[str, Any] = {"repository": True, "root": str(repo.working_tree_dir)}
