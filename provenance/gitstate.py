@@ -7,7 +7,6 @@ names of untracked files. Outside a repository: `{"repository": false}`.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
