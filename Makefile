@@ -8,13 +8,30 @@ BIN := $(VENV)/bin
 # Debian packages the test suite uses (oracles and real parts nobody here wrote).
 APT_PACKAGES ?= dpkg debootstrap skopeo docker.io docker-registry zstd openssl
 
-.PHONY: run test lint venv apt clean
+.PHONY: run test lint venv apt clean lock verify-lock
 
-$(BIN)/.installed: pyproject.toml
+# The development environment is installed from the project's own lock, produced by prov
+# (`make lock` refreshes it), and verified against it before the tests run.
+LOCK := lockfiles/pylock.dev.toml
+
+$(BIN)/.installed: pyproject.toml $(LOCK)
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[test]'
+	$(BIN)/python tests/setup/lock_pins.py $(LOCK) > $(VENV)/pins.txt
+	$(BIN)/python -m pip install -q --no-deps -r $(VENV)/pins.txt
+	$(BIN)/python -m pip install -q --no-deps -e .
+	$(BIN)/python -m pip check
 	touch $@
+
+verify-lock: venv
+	$(BIN)/prov verify --lock $(LOCK)
+
+# Refresh the lock from a fresh environment resolved from pyproject.toml.
+lock:
+	rm -rf .venv-lock
+	$(PYTHON) -m venv .venv-lock
+	.venv-lock/bin/python -m pip install -q -e '.[test]'
+	.venv-lock/bin/prov lock --out $(LOCK)
+	rm -rf .venv-lock
 
 venv: $(BIN)/.installed
 
@@ -27,7 +44,7 @@ apt:
 lint: venv
 	$(BIN)/ruff check .
 
-test: venv apt lint
+test: venv apt lint verify-lock
 	$(BIN)/python -m pytest -q -ra $(PYTEST_ARGS)
 
 clean:

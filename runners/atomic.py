@@ -5,25 +5,17 @@ from __future__ import annotations
 import io
 import os
 import shutil
-import tempfile
 from pathlib import Path
 
 import numpy as np
 
 
 def write_bytes(path: Path, data: bytes) -> None:
+    from provenance.model.atomic import write_atomic
+
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(path, data)
 
 
 def npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:

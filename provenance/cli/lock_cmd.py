@@ -111,9 +111,9 @@ def lock(
             f"{', '.join(result.missing_hashes[:8])}; --allow-missing-hashes writes an "
             "incomplete lock that says so"
         )
-    from provenance.model.manifest import atomic_write_text
+    from provenance.cli.io import write_atomic
 
-    atomic_write_text(out, result.text)
+    write_atomic(out, result.text)
     sources = ", ".join(f"{n} from {k}" for k, n in sorted(result.sources.items()))
     print(f"locked {result.packages} packages to {out} ({sources})")
     if result.missing_hashes:

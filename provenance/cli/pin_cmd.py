@@ -6,9 +6,7 @@ ProvError) that `prov snapshot --image` uses.
 
 from __future__ import annotations
 
-import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -60,20 +58,12 @@ def scan_with_progress(source: str, quiet: bool = False, platform: str | None = 
 
 
 def write_atomic(path: Path, text: str) -> None:
-    """Temp file in the same directory, fsync, rename: never a half-written file."""
+    from provenance.cli.io import write_atomic as write
+
     directory = path.parent if str(path.parent) else Path(".")
     if not directory.is_dir():
         raise ProvError(f"{directory}: directory does not exist")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write(path, text)
 
 
 @app.command()

@@ -211,22 +211,9 @@ class Manifest:
 
 
 def atomic_write_text(path: str | Path, text: str) -> None:
-    """Write atomically: a temp file in the same directory, fsynced, then renamed, so a
-    reader never sees half a file and a crash leaves the old one."""
-    import os
-    import tempfile
+    from provenance.model.atomic import write_atomic
 
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=str(path.parent) or ".")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(path, text)
 
 
 def _parse_toml(text: str, origin: str) -> dict[str, Any]:

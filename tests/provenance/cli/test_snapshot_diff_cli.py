@@ -114,3 +114,14 @@ def test_usage_errors_are_one_line():
     for args in (["compare", "onlyone"], ["snapshot", "--bogus"], ["nosuchcommand"]):
         err = assert_one_line_error(run_prov(*args))
         assert err.startswith("prov: error:") and "--help" in err
+
+
+def test_written_files_get_normal_permissions(tmp_path):
+    import os
+    import stat
+
+    umask = os.umask(0)
+    os.umask(umask)
+    out = tmp_path / "m.toml"
+    sample().write(out)
+    assert stat.S_IMODE(out.stat().st_mode) == 0o666 & ~umask  # not mkstemp's private 0600
