@@ -115,9 +115,26 @@ def _match(pattern: tuple[str, ...], key: tuple[str, ...]) -> bool:
 _COMPILED = tuple((tuple(p.split(".")), kind) for p, kind in CLASSIFICATION)
 
 
+def _rows_for(section: str) -> tuple[tuple[tuple[str, ...], LeafKind], ...]:
+    """The rows that can match keys of one section, in table order (first match wins)."""
+    return tuple(
+        (pattern, kind)
+        for pattern, kind in _COMPILED
+        if pattern[0] in ("*", "**", section)
+        or ("*" in pattern[0] and fnmatchcase(section, pattern[0]))
+    )
+
+
+# A manifest has thousands of leaves but a handful of sections: index the table by section.
+_BY_SECTION: dict[str, tuple[tuple[tuple[str, ...], LeafKind], ...]] = {}
+
+
 @lru_cache(maxsize=65536)
 def _classify_parts(parts: tuple[str, ...]) -> LeafKind:
-    for pattern, kind in _COMPILED:
+    rows = _BY_SECTION.get(parts[0]) if parts else None
+    if rows is None:
+        rows = _BY_SECTION[parts[0] if parts else ""] = _rows_for(parts[0] if parts else "")
+    for pattern, kind in rows:
         if _match(pattern, parts):
             return kind
     return LeafKind.IDENTITY

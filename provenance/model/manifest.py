@@ -81,6 +81,8 @@ class Manifest:
     facts: dict[str, Any]
     schema_version: int = SCHEMA_VERSION
     _leaves: list[tuple[tuple[str, ...], Leaf]] | None = field(default=None, repr=False)
+    _identity: dict[str, Any] | None = field(default=None, repr=False)
+    _digest: str | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         clash = set(HEADER_KEYS) & set(self.facts)
@@ -105,11 +107,14 @@ class Manifest:
         }
 
     def identity_tree(self) -> dict[str, Any]:
-        tree: dict[str, Any] = {}
-        for parts, value in self.leaves():
-            if classify(parts, value) is LeafKind.IDENTITY:
-                _insert(tree, parts, value)
-        return tree
+        """The identity leaves as a tree (computed once: a manifest is not edited in place)."""
+        if self._identity is None:
+            tree: dict[str, Any] = {}
+            for parts, value in self.leaves():
+                if classify(parts, value) is LeafKind.IDENTITY:
+                    _insert(tree, parts, value)
+            self._identity = tree
+        return self._identity
 
     # -- digests ----------------------------------------------------------------
     def digest(self) -> str:
