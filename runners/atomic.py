@@ -5,17 +5,30 @@ from __future__ import annotations
 import io
 import os
 import shutil
+import tempfile
 from pathlib import Path
 
 import numpy as np
 
 
 def write_bytes(path: Path, data: bytes) -> None:
-    from provenance.model.atomic import write_atomic
-
+    # Self-contained on purpose: workers run inside other interpreters (a vLLM venv) that
+    # see only the `runners` package, not `provenance`.
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, data)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
