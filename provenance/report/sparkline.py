@@ -1,0 +1,74 @@
+"""One line of disagreement along the context, for the terminal under a summary table."""
+
+from __future__ import annotations
+
+import numpy as np
+
+BARS = "▁▂▃▄▅▆▇█"
+
+
+def sparkline(disagree: np.ndarray, width: int = 60) -> str:
+    """Disagreement rate per bucket: ▁ where none; any disagreement shows at least ▂."""
+    d = np.asarray(disagree, dtype=np.float64)
+    if len(d) == 0:
+        return ""
+    width = max(1, min(width, len(d)))
+    edges = np.linspace(0, len(d), width + 1).astype(np.int64)
+    chars = []
+    for a, b in zip(edges[:-1], edges[1:], strict=True):
+        rate = float(d[a:max(b, a + 1)].mean())
+        if rate <= 0:
+            chars.append(BARS[0])
+        else:
+            chars.append(BARS[1 + min(int(rate * (len(BARS) - 1)), len(BARS) - 2)])
+    return "".join(chars)
+
+
+def sparkline_line(disagree: np.ndarray, width: int = 60) -> str:
+    d = np.asarray(disagree, dtype=bool)
+    return (f"disagreement along the context (0..{len(d)}, {int(d.sum())} positions): "
+            f"{sparkline(d, width)}")
+
+
+def scores_disagreement(record_a: dict, record_b: dict) -> np.ndarray | None:
+    """Top-1 disagreement of two worker runs from their declared scores.npz outputs.
+
+    Only when both outputs are still on disk and match the digests their run records
+    hashed (a stale or rewritten file is not the run's output); None otherwise.
+    """
+    from pathlib import Path
+
+    tops = []
+    for rec in (record_a, record_b):
+        found = None
+        for name, out in (rec.get("outputs") or {}).items():
+            if name.endswith("scores.npz") and out.get("type") == "file":
+                path = Path(rec.get("cwd") or ".") / name
+                if path.is_file() and _sha256(path) == out.get("digest"):
+                    found = path
+        if found is None:
+            return None
+        with np.load(found) as npz:
+            if "scores" not in npz.files:
+                return None
+            tops.append((np.asarray(npz["ids"]), np.argmax(npz["scores"], axis=-1)))
+    (ids_a, top_a), (ids_b, top_b) = tops
+    if not np.array_equal(ids_a, ids_b) or top_a.shape != top_b.shape:
+        return None
+    return top_a != top_b
+
+
+def _sha256(path) -> str:
+    import hashlib
+
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return "sha256:" + h.hexdigest()
+
+
+def runs_sparkline(record_a: dict, record_b: dict, width: int = 60) -> str | None:
+    """The sparkline line for two worker runs (None when their scores are not at hand)."""
+    d = scores_disagreement(record_a, record_b)
+    return None if d is None else sparkline_line(d, width)
