@@ -38,7 +38,7 @@ def build_report(target: str, *, store: str | None = None, model: Path | None = 
     titles = {"diverge": "divergence", "repeat": "repeatability", "comparison": "comparison",
               "run": "run", "sweep": "sweep"}
     title = f"prov report: {titles[ld.kind]}"
-    if ld.kind == "diverge":
+    if ld.kind == "diverge" or (ld.kind == "comparison" and ld.arrays):
         title += f" — {build.spec(doc['engines'][0])} vs {build.spec(doc['engines'][1])}"
         sections.append(render.section("Summary", render.table(build.diverge_rows(doc)),
                                        "summary"))

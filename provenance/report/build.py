@@ -65,14 +65,12 @@ def digest_heatmap(base: dict[str, list[str]], others: list[dict[str, list[str]]
 def _worker_meta(loaded: Loaded, side: str, run_id: str | None) -> dict | None:
     """A divergence run's worker run.json: the declared output its record hashed, else the
     default work directory beside the result."""
-    from provenance.report.sparkline import _sha256
+    from provenance.report.declared import declared_output
 
     rec = loaded.records.get(run_id or "")
-    if rec:
-        for name, out in (rec.get("outputs") or {}).items():
-            p = Path(rec.get("cwd") or ".") / name
-            if name.endswith("run.json") and p.is_file() and _sha256(p) == out.get("digest"):
-                return json.loads(p.read_text())
+    found = declared_output(rec, "run.json") if rec else None
+    if found is not None:
+        return json.loads(found.read_text())
     if loaded.path is not None:
         p = loaded.path.parent / f".{loaded.path.name}.work" / side / "run.json"
         if p.is_file():
@@ -89,7 +87,7 @@ def heatmap_for(loaded: Loaded) -> dict[str, Any] | None:
         return digest_heatmap(runs[0]["digests"], [r["digests"] for r in runs[1:]],
                               doc["positions"].get("block", 0),
                               "repeats whose digest differs from run 0")
-    if loaded.kind == "diverge":
+    if loaded.kind in ("diverge", "comparison"):
         runs = doc.get("runs") or {}
         ref = _worker_meta(loaded, "ref", runs.get("reference"))
         cand = _worker_meta(loaded, "cand", runs.get("candidate"))

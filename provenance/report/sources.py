@@ -140,11 +140,41 @@ def load(target: str, store_path: str | None = None) -> Loaded:
             doc = None
         if doc is not None and doc.get("kind") == "prov.comparison":
             ids = [doc.get(s, {}).get("run_id") for s in ("a", "b")]
-            return Loaded("comparison", target, {"record": digest}, store=store,
-                          comparison=doc, records=_records(store, ids))
+            ld = Loaded("comparison", target, {"record": digest}, store=store,
+                        comparison=doc, records=_records(store, ids))
+            _analyse_scores(ld, ids)
+            return ld
         if not target.startswith("sha256:") and store.find_runs(target):
             info = store.get_run(target)
             return Loaded("run", target, {"run_id": info.run_id}, store=store,
                           records={info.run_id: info.record})
     raise ProvError(f"{target}: no result directory, sweep record, comparison or run of that "
                     f"name (store {store.root})")
+
+
+def _analyse_scores(ld: Loaded, run_ids: list) -> None:
+    """Two worker runs whose scores are still on disk: the same per-position analysis as
+    `prov run diverge` (A is the reference), so a stored comparison gets the plots too."""
+    from provenance.report.declared import declared_output
+
+    recs = [ld.records.get(r or "") for r in run_ids]
+    paths = [declared_output(r, "scores.npz") if r else None for r in recs]
+    metas = [declared_output(r, "run.json") if r else None for r in recs]
+    if None in paths:
+        return
+    from runners import api
+
+    loaded = []
+    for p in paths:
+        with np.load(p) as npz:
+            loaded.append((npz["ids"], npz["scores"]))
+    (ids, ref), (ids_b, cand) = loaded
+    if not np.array_equal(ids, ids_b) or ref.shape != cand.shape:
+        return
+    summary, arrays = api.analyse(ref, cand, ids)
+    engines = [json.loads(m.read_text()).get("config", {}) if m else {} for m in metas]
+    ld.arrays = arrays
+    ld.doc.update({"summary": summary, "engines": engines,
+                   "runs": {"reference": run_ids[0], "candidate": run_ids[1]},
+                   "comparison": {"gate": "passed" if ld.comparison.get("comparable")
+                                  else "refused"}})

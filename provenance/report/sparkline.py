@@ -31,21 +31,13 @@ def sparkline_line(disagree: np.ndarray, width: int = 60) -> str:
 
 
 def scores_disagreement(record_a: dict, record_b: dict) -> np.ndarray | None:
-    """Top-1 disagreement of two worker runs from their declared scores.npz outputs.
-
-    Only when both outputs are still on disk and match the digests their run records
-    hashed (a stale or rewritten file is not the run's output); None otherwise.
-    """
-    from pathlib import Path
+    """Top-1 disagreement of two worker runs from their declared scores.npz outputs, or None
+    when either is gone or no longer matches its run record."""
+    from provenance.report.declared import declared_output
 
     tops = []
     for rec in (record_a, record_b):
-        found = None
-        for name, out in (rec.get("outputs") or {}).items():
-            if name.endswith("scores.npz") and out.get("type") == "file":
-                path = Path(rec.get("cwd") or ".") / name
-                if path.is_file() and _sha256(path) == out.get("digest"):
-                    found = path
+        found = declared_output(rec, "scores.npz")
         if found is None:
             return None
         with np.load(found) as npz:
@@ -58,14 +50,7 @@ def scores_disagreement(record_a: dict, record_b: dict) -> np.ndarray | None:
     return top_a != top_b
 
 
-def _sha256(path) -> str:
-    import hashlib
 
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return "sha256:" + h.hexdigest()
 
 
 def runs_sparkline(record_a: dict, record_b: dict, width: int = 60) -> str | None:
