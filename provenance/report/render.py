@@ -73,12 +73,10 @@ def comparison_section(rec: dict[str, Any] | None, inline: dict[str, Any] | None
                      f"{' (identical identity)' if rec.get('identical') else ''}</p>")
         rows = []
         for spec, v in (rec.get("varied") or {}).items():
-            for key, ch in (v.get("keys") or {}).items():
-                rows.append((f"--vary {spec}", key, ch.get("change"), ch.get("a"), ch.get("b")))
-        for key, ch in (rec.get("ignored") or {}).items():
-            rows.append(("ignored", key, ch.get("change"), ch.get("a"), ch.get("b")))
-        for key, ch in (rec.get("refused") or {}).items():
-            rows.append(("REFUSED", key, ch.get("change"), ch.get("a"), ch.get("b")))
+            rows += [(f"--vary {spec}", key, *_sides(ch)) for key, ch in
+                     (v.get("keys") or {}).items()]
+        rows += [("ignored", key, *_sides(ch)) for key, ch in (rec.get("ignored") or {}).items()]
+        rows += [("REFUSED", key, *_sides(ch)) for key, ch in (rec.get("refused") or {}).items()]
         parts.append("<p><b>manifest diff (identity keys)</b></p>" + (
             table(rows, ("covered by", "key", "change", "A", "B"), "diff") if rows
             else "<p>no identity key differs</p>"))
@@ -97,6 +95,12 @@ def comparison_section(rec: dict[str, Any] | None, inline: dict[str, Any] | None
         parts.append(f"<details><summary>{len(rows)} context key(s) differ (not numerics-"
                      f"relevant)</summary>{table(rows, ('key', 'change', 'A', 'B'))}</details>")
     return "".join(parts)
+
+
+def _sides(ch: dict[str, Any]) -> tuple[Any, Any, Any]:
+    change = ch.get("change")
+    return (change, "(absent)" if change == "added" else ch.get("a"),
+            "(absent)" if change == "removed" else ch.get("b"))
 
 
 def disclosure_section(card: dict[str, Any]) -> str:
