@@ -14,8 +14,9 @@ RATE_BUCKETS = 2000  # buckets of the disagreement-rate series
 MAX_MARKS = 50000  # disagreement positions listed one by one
 
 
-def peak_indices(values: np.ndarray, max_points: int = MAX_POINTS) -> np.ndarray:
+def peak_indices(values: np.ndarray, max_points: int | None = None) -> np.ndarray:
     """Sorted indices to keep: all of them if few, else each bucket's argmin and argmax."""
+    max_points = MAX_POINTS if max_points is None else max_points
     v = np.asarray(values, dtype=np.float64)
     n = len(v)
     if n <= max_points:
@@ -35,8 +36,10 @@ def peak_indices(values: np.ndarray, max_points: int = MAX_POINTS) -> np.ndarray
     return np.unique(keep[keep < n])
 
 
-def bucket_rate(flags: np.ndarray, buckets: int = RATE_BUCKETS) -> tuple[np.ndarray, np.ndarray]:
+def bucket_rate(flags: np.ndarray,
+                buckets: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(bucket start positions, fraction of True per bucket) over contiguous buckets."""
+    buckets = RATE_BUCKETS if buckets is None else buckets
     f = np.asarray(flags, dtype=np.float64)
     n = len(f)
     if n == 0:
