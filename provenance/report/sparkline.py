@@ -26,8 +26,8 @@ def sparkline(disagree: np.ndarray, width: int = 60) -> str:
 
 def sparkline_line(disagree: np.ndarray, width: int = 60) -> str:
     d = np.asarray(disagree, dtype=bool)
-    return (f"disagreement along the context (0..{len(d)}, {int(d.sum())} positions): "
-            f"{sparkline(d, width)}")
+    return (f"top-1 disagreement along the context ({len(d)} positions, {int(d.sum())} "
+            f"disagree): {sparkline(d, width)}")
 
 
 def scores_disagreement(record_a: dict, record_b: dict) -> np.ndarray | None:

@@ -62,7 +62,8 @@ def test_real_divergence_report(real_diverge, tmp_path):
     for item in ("kl direction", "vocabulary truncation", "calibration data"):
         assert item in html
     # `prov run diverge` printed the sparkline under its table
-    assert "disagreement along the context (0..767, " in stdout
+    n_dis = int((~arrays["agree"]).sum())
+    assert f"top-1 disagreement along the context (767 positions, {n_dis} disagree): " in stdout
 
 
 def test_stored_comparison_and_sparkline(real_diverge, tmp_path):
@@ -73,7 +74,8 @@ def test_stored_comparison_and_sparkline(real_diverge, tmp_path):
              env={"COLUMNS": "200"})
     assert p.returncode == 0, p.stderr
     n_dis = doc["summary"]["disagreements"]
-    assert f"disagreement along the context (0..767, {n_dis} positions): " in p.stdout
+    assert f"top-1 disagreement along the context (767 positions, {n_dis} disagree): " \
+        in p.stdout
     rec = doc["comparison"]["comparison_record"]
     out = tmp_path / "c.html"
     p = prov("report", rec[7:19], "--out", str(out), store=store, cwd=cwd)
