@@ -158,3 +158,24 @@ def test_bad_input_one_line_nothing_written(case, tmp_path, synthetic_100k):
     assert p.returncode == 2, (p.stdout, p.stderr)
     assert len(p.stderr.strip().splitlines()) == 1 and p.stderr.startswith("prov: error: ")
     assert not out.exists() and not list(tmp_path.glob(".out.html*"))
+
+
+def test_repeat_report_heatmap(demo_model_dir, tmp_path):
+    """A real repeatability result: the layer x block heatmap of digests, all equal."""
+    p = prov("run", "repeat", "--engine", "transformers:attn=sdpa", "--model",
+             str(demo_model_dir), "--text", str(demo_model_dir / "eval.txt"), "--n", "2",
+             "--max-tokens", "300", "--block", "64", "--out", str(tmp_path / "rep"),
+             store=tmp_path / "store", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr[-2000:]
+    doc = json.loads((tmp_path / "rep" / "result.json").read_text())
+    out = tmp_path / "rep.html"
+    p = prov("report", str(tmp_path / "rep"), "--out", str(out), store=tmp_path / "store",
+             cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    html = out.read_text()
+    heat = page_data(html)["heatmap"]
+    digests = doc["runs"][0]["digests"]
+    assert sorted(heat["layers"]) == sorted(digests)
+    assert heat["blocks"] == 5 and heat["block"] == 64  # 299 positions in blocks of 64
+    assert all(v == 0 for row in heat["values"] for v in row)  # bit-identical
+    assert "bit-identical" in html and "repeatability" in html
