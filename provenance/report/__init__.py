@@ -62,7 +62,7 @@ def build_report(target: str, *, store: str | None = None, model: Path | None = 
         title += f" {rec.get('run_id')}"
         sections.append(render.section("Run", render.table(build.run_rows(rec)), "summary"))
     elif ld.kind == "sweep":
-        title += f" — {doc.get('name') or ld.path.name}"
+        title += f" — {doc.get('name') or target}"
         rows = [("spec digest", doc.get("spec_digest", "-")), ("cells", len(doc["cells"])),
                 ("reference", doc["reference"]),
                 ("flagged by the gate", sum(1 for c in doc["cells"] if c.get("flagged")))]

@@ -108,9 +108,18 @@ def _sweep_file(path: Path) -> Path | None:
             head = json.loads(cand.read_text())
         except (OSError, ValueError):
             return None
-        if isinstance(head, dict) and str(head.get("format", "")).startswith("prov-sweep"):
+        if isinstance(head, dict) and (str(head.get("format", "")).startswith("prov-sweep")
+                                       or head.get("kind") == "prov.sweep"):
             return cand
     return None
+
+
+def _sweep_doc(doc: Any, where: Any) -> dict[str, Any]:
+    from provenance.report.sweep import from_store_record, validate_sweep
+
+    if isinstance(doc, dict) and doc.get("kind") == "prov.sweep":
+        doc = from_store_record(doc)
+    return validate_sweep(doc, where)
 
 
 def load(target: str, store_path: str | None = None) -> Loaded:
@@ -122,10 +131,9 @@ def load(target: str, store_path: str | None = None) -> Loaded:
             return _load_result(path, target, store_path)
         sweep = _sweep_file(path)
         if sweep is not None:
-            from provenance.report.sweep import validate_sweep
 
-            doc = validate_sweep(json.loads(sweep.read_text()), sweep)
-            return Loaded("sweep", target, doc, path=sweep)
+            return Loaded("sweep", target, _sweep_doc(json.loads(sweep.read_text()), sweep),
+                          path=sweep)
         raise ProvError(f"{target}: neither a prov-result/1 directory nor a sweep record")
     stores = _stores(store_path, None)
     if not stores:
@@ -144,6 +152,8 @@ def load(target: str, store_path: str | None = None) -> Loaded:
                         comparison=doc, records=_records(store, ids))
             _analyse_scores(ld, ids)
             return ld
+        if doc is not None and doc.get("kind") == "prov.sweep":
+            return Loaded("sweep", target, _sweep_doc(doc, digest), store=store)
         if not target.startswith("sha256:") and store.find_runs(target):
             info = store.get_run(target)
             return Loaded("run", target, {"run_id": info.run_id}, store=store,

@@ -65,3 +65,28 @@ def sweep_matrix(doc: dict[str, Any]) -> dict[str, Any]:
     return {"row_axis": row_axis, "col_axes": [a for a, _ in col_axes],
             "columns": [", ".join(f"{k}={v}" for k, v in col.items()) or "(all)" for col in cols],
             "rows": rows, "reference": doc["reference"]}
+
+
+def from_store_record(rec: dict[str, Any]) -> dict[str, Any]:
+    """A `prov sweep` record (kind `prov.sweep`, stored by the sweep driver) in the shape
+    above: cells named by their label, the gate's refused keys as flag_keys."""
+    cells = []
+    for row in rec.get("cells") or []:
+        gate = row.get("gate") or {}
+        summary = row.get("summary") or {}
+        node = row.get("node")
+        verdict = row.get("verdict")
+        cells.append({
+            "id": str(row.get("label")), "config": dict(row.get("values") or {}),
+            "status": row.get("state"),
+            "node": node.get("hostname") if isinstance(node, dict) else node,
+            "run_ids": list(row.get("runs") or []),
+            "flagged": gate.get("gate") == "flagged",
+            "flag_keys": sorted(gate.get("differing") or {}),
+            "top1_agreement": summary.get("top1_agreement"),
+            "kl_mean": summary.get("kl_ref_cand_mean"), "kl_max": summary.get("kl_ref_cand_max"),
+            "repeat": verdict.get("verdict") if isinstance(verdict, dict) else verdict,
+        })
+    return {"format": "prov-sweep/1", "name": rec.get("name"),
+            "spec_digest": rec.get("spec_digest"), "axes": rec.get("axes"),
+            "reference": rec.get("reference"), "cells": cells}

@@ -179,3 +179,38 @@ def test_repeat_report_heatmap(demo_model_dir, tmp_path):
     assert heat["blocks"] == 5 and heat["block"] == 64  # 299 positions in blocks of 64
     assert all(v == 0 for row in heat["values"] for v in row)  # bit-identical
     assert "bit-identical" in html and "repeatability" in html
+
+
+def test_stored_sweep_record(tmp_path):
+    """A `prov.sweep` record as the sweep driver (branch sweep) stores it, named by digest."""
+    from provenance.store import open_store
+    from provenance.store.records import encode
+
+    rows = []
+    for i, (attn, dtype) in enumerate([(a, d) for a in ("eager", "sdpa")
+                                       for d in ("float32", "bfloat16")]):
+        values = {"attn": attn, "dtype": dtype}
+        gate = ({"gate": "reference"} if i == 0 else
+                {"gate": "flagged", "differing": {"env.OMP_NUM_THREADS": {"reference": "1",
+                                                                          "cell": "2"}}}
+                if i == 3 else {"gate": "passed", "comparison_record": "sha256:00"})
+        rows.append({"label": f"attn={attn},dtype={dtype}", "values": values,
+                     "reference": i == 0, "state": "complete", "node": {"hostname": f"n{i}"},
+                     "runs": [f"{i:016x}"], "gate": gate, "verdict": None,
+                     "summary": {"top1_agreement": 0.99, "kl_ref_cand_mean": 1e-5,
+                                 "kl_ref_cand_max": 1e-3} if gate["gate"] == "passed" else None})
+    record = {"kind": "prov.sweep", "schema_version": 1, "name": "demo-2x2",
+              "spec_digest": "sha256:ab", "axes": {"attn": ["eager", "sdpa"],
+                                                   "dtype": ["float32", "bfloat16"]},
+              "reference": "attn=eager,dtype=float32", "cells": rows}
+    store = open_store(tmp_path / "store")
+    digest = store.put_bytes(encode(record), "sweep")
+    out = tmp_path / "sw.html"
+    p = prov("report", digest[7:20], "--out", str(out), store=tmp_path / "store", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    html = out.read_text()
+    table = html[html.index("<table class='sweep'>"):]
+    table = table[:table.index("</table>")]
+    assert table.count("<td class=") == 4 and table.count("agree 99.0000%") == 2
+    assert "FLAGGED: env.OMP_NUM_THREADS" in table and "node n3" in table
+    assert "demo-2x2" in html
