@@ -41,9 +41,13 @@ def scores_disagreement(record_a: dict, record_b: dict) -> np.ndarray | None:
         if found is None:
             return None
         with np.load(found) as npz:
-            if "scores" not in npz.files:
+            if "scores" not in npz.files or "ids" not in npz.files:
                 return None
-            tops.append((np.asarray(npz["ids"]), np.argmax(npz["scores"], axis=-1)))
+            ids = np.asarray(npz["ids"])  # small; the scores are streamed below
+        top = top1_streamed(found)
+        if top is None:
+            return None
+        tops.append((ids, top))
     (ids_a, top_a), (ids_b, top_b) = tops
     if not np.array_equal(ids_a, ids_b) or top_a.shape != top_b.shape:
         return None
@@ -57,3 +61,31 @@ def runs_sparkline(record_a: dict, record_b: dict, width: int = 60) -> str | Non
     """The sparkline line for two worker runs (None when their scores are not at hand)."""
     d = scores_disagreement(record_a, record_b)
     return None if d is None else sparkline_line(d, width)
+
+
+def top1_streamed(path, chunk_bytes: int = 64 << 20) -> np.ndarray | None:
+    """argmax per row of scores.npy inside an npz, read in chunks: a [100k, 150k] float32
+    score matrix (60 GB) never has to fit in memory for one line of terminal output."""
+    import zipfile
+
+    fmt = np.lib.format
+    with zipfile.ZipFile(path) as zf, zf.open("scores.npy") as fh:
+        version = fmt.read_magic(fh)
+        read = {(1, 0): fmt.read_array_header_1_0, (2, 0): fmt.read_array_header_2_0}.get(version)
+        if read is None:
+            return None
+        shape, fortran, dtype = read(fh)
+        if fortran or len(shape) != 2 or dtype.hasobject:
+            return None
+        rows, cols = shape
+        row_bytes = max(cols * dtype.itemsize, 1)
+        per = max(1, chunk_bytes // row_bytes)
+        out = np.empty(rows, dtype=np.int64)
+        for start in range(0, rows, per):
+            n = min(per, rows - start)
+            buf = fh.read(n * row_bytes)
+            if len(buf) != n * row_bytes:
+                return None
+            out[start:start + n] = np.argmax(np.frombuffer(buf, dtype=dtype).reshape(n, cols),
+                                             axis=-1)
+        return out

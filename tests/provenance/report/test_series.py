@@ -50,3 +50,15 @@ def test_sparkline_marks_any_disagreement():
     assert len(line) == 50 and line.count(BARS[0]) == 49 and line[25] != BARS[0]
     assert sparkline(np.ones(10, dtype=bool), 10) == BARS[-1] * 10
     assert sparkline(np.zeros(3, dtype=bool), 60) == BARS[0] * 3  # never wider than the data
+
+
+def test_top1_streamed_matches_argmax(tmp_path):
+    from provenance.report.sparkline import top1_streamed
+
+    rng = np.random.default_rng(3)
+    scores = rng.standard_normal((1001, 37)).astype(np.float32)
+    for compress in (np.savez, np.savez_compressed):
+        compress(tmp_path / "s.npz", scores=scores, ids=np.arange(1002))
+        # tiny chunks: many partial reads, a last short chunk
+        got = top1_streamed(tmp_path / "s.npz", chunk_bytes=37 * 4 * 7)
+        assert np.array_equal(got, np.argmax(scores, axis=-1))
