@@ -181,7 +181,11 @@ def _analyse_scores(ld: Loaded, run_ids: list) -> None:
     (ids, ref), (ids_b, cand) = loaded
     if not np.array_equal(ids, ids_b) or ref.shape != cand.shape:
         return
-    summary, arrays = api.analyse(ref, cand, ids)
+    from provenance.report import textview
+
+    pieces = textview.token_pieces(textview.model_from_records(ld.records), ids)
+    decode = (lambda a, b: "".join(pieces[a:b])) if pieces is not None else None
+    summary, arrays = api.analyse(ref, cand, ids, decode)
     engines = [json.loads(m.read_text()).get("config", {}) if m else {} for m in metas]
     ld.arrays = arrays
     ld.doc.update({"summary": summary, "engines": engines,
