@@ -6,7 +6,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 # Debian packages the test suite uses (oracles and real parts nobody here wrote).
-APT_PACKAGES ?= dpkg debootstrap skopeo docker.io docker-registry zstd openssl
+APT_PACKAGES ?= dpkg debootstrap skopeo docker.io docker-registry zstd openssl chromium chromium-driver
 
 .PHONY: run test lint venv apt clean lock verify-lock
 

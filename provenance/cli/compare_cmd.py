@@ -109,6 +109,12 @@ def compare(
         _render(result, ra, rb, con)
         verdict = "identical identity" if result.diff.identical else "comparable"
         con.print(f"[green]{verdict}[/green]: recorded as comparison {doc['record']}")
+        if ra.run is not None and rb.run is not None:  # worker runs: top-1 along the context
+            from provenance.report import runs_sparkline
+
+            line = runs_sparkline(ra.run.record, rb.run.record)
+            if line:
+                con.print(line, markup=False, highlight=False)
         raise typer.Exit(0)
     err = console(stderr=True)
     _render(result, ra, rb, err)

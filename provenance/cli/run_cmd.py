@@ -167,6 +167,9 @@ def diverge(
         print_json({"result": str(res.result_path), **res.summary})
     else:
         render_diverge(res.summary, ref_cfg.spec, cand_cfg.spec, res.result_path, console())
+        from provenance.report import sparkline_line
+
+        console().print(sparkline_line(~res.arrays["agree"]), markup=False, highlight=False)
 
 
 def _launcher(standalone: bool = False, store=None):

@@ -1,0 +1,130 @@
+"""`prov report`: one self-contained, offline HTML page for a run, a comparison or a sweep.
+
+Public surface: `build_report(target, ...) -> str` (the HTML) and `write_report(...)`;
+`sparkline_line` / `scores_disagreement` for the terminal. numpy only; tokenizers is used
+lazily to decode text when a model directory is known.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from provenance.report.sparkline import (
+    runs_sparkline,
+    scores_disagreement,
+    sparkline,
+    sparkline_line,
+)
+
+__all__ = ["build_report", "runs_sparkline", "scores_disagreement", "sparkline", "sparkline_line",
+           "write_report"]
+
+
+def build_report(target: str, *, store: str | None = None, model: Path | None = None,
+                 sbom: Path | None = None, audit: Path | None = None) -> str:
+    from provenance import __version__
+    from provenance.report import build, render, summaries
+    from provenance.report.sources import load
+    from provenance.report.sweep import sweep_matrix
+
+    ld = load(target, store)
+    doc = ld.doc
+    data: dict[str, Any] = {"format": "prov-report/1", "kind": ld.kind}
+    sections: list[str] = []
+    titles = {"diverge": "divergence", "repeat": "repeatability", "comparison": "comparison",
+              "run": "run", "sweep": "sweep"}
+    title = f"prov report: {titles[ld.kind]}"
+    if ld.kind == "diverge" or (ld.kind == "comparison" and ld.arrays):
+        title += f" — {build.spec(doc['engines'][0])} vs {build.spec(doc['engines'][1])}"
+        sections.append(render.section("Summary", render.table(build.diverge_rows(doc)),
+                                       "summary"))
+        data["series"] = build.kl_series(ld.arrays)
+        sections.append(render.section("Along the context: KL (log scale) and top-1 "
+                                       "disagreement", render.series_section(data["series"]),
+                                       "context"))
+        body, data["tips"], source = build.text_section(ld, model)
+        clusters = doc["summary"]["clusters"]
+        sections.append(render.section(
+            f"Disagreement clusters over the text ({len(clusters)})",
+            f"<p class='hint'>{render.esc(source)}. Yellow: inside a cluster; red: top-1 "
+            "disagrees. Hover a token for the reference margin.</p>" + body
+            + render.clusters_table(clusters), "text"))
+    elif ld.kind == "repeat":
+        title += f" — {build.spec(doc['engines'][0])} × {len(doc.get('runs') or [])}"
+        sections.append(render.section("Summary", render.table(build.repeat_rows(doc)),
+                                       "summary"))
+    elif ld.kind == "run":
+        rec = next(iter(ld.records.values()))
+        title += f" {rec.get('run_id')}"
+        sections.append(render.section("Run", render.table(build.run_rows(rec)), "summary"))
+    elif ld.kind == "sweep":
+        title += f" — {doc.get('name') or target}"
+        rows = [("spec digest", doc.get("spec_digest", "-")), ("cells", len(doc["cells"])),
+                ("reference", doc["reference"]),
+                ("flagged by the gate", sum(1 for c in doc["cells"] if c.get("flagged")))]
+        sections.append(render.section("Summary", render.table(rows), "summary"))
+        sections.append(render.section("Cells against the reference",
+                                       render.sweep_section(sweep_matrix(doc)), "sweep"))
+    heat = build.heatmap_for(ld)
+    if heat:
+        data["heatmap"] = heat
+        sections.append(render.section(
+            "Hidden-state divergence (layer × block digests)",
+            f"<p class='hint'>{len(heat['layers'])} layers × {heat['blocks']} blocks of "
+            f"{heat['block']} positions; colour: {render.esc(heat['label'])}.</p>"
+            "<div class='heat' id='heatmap'></div>", "heatmap"))
+    if ld.kind in ("diverge", "comparison", "repeat"):
+        sections.append(render.section(
+            "Comparison: declared variables and manifest diff",
+            render.comparison_section(ld.comparison, doc.get("comparison"),
+                                      _context_changes(ld)), "comparison"))
+    if "disclosure" in doc:
+        sections.append(render.section("Disclosure card", render.disclosure_section(
+            doc["disclosure"]), "disclosure"))
+    sb = summaries.sbom_summary(sbom) if sbom else (
+        summaries.sbom_summary(p) if (p := summaries.find_beside(ld.path, "sbom*.json"))
+        else None)
+    au = summaries.audit_summary(audit) if audit else (
+        summaries.audit_summary(p) if (p := summaries.find_beside(ld.path, "audit*.json"))
+        else None)
+    if sb or au:
+        sections.append(render.section("SBOM and audit", render.sbom_section(sb, au), "sbom"))
+    meta = (f"target {render.esc(str(target))} · generated "
+            f"{time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())} by prov {__version__}")
+    return render.page(title, meta, sections, data)
+
+
+def _context_changes(ld) -> list | None:
+    """Context (non-identity) differences of the two runs' manifests, when both are stored."""
+    if ld.store is None or not ld.comparison:
+        return None
+    from provenance.diff import diff_manifests
+    from provenance.model import LeafKind
+
+    recs = [ld.records.get(ld.comparison.get(s, {}).get("run_id") or "") for s in ("a", "b")]
+    if not all(recs):
+        return None
+    ma, mb = (ld.store.run_manifest(r) for r in recs)
+    return [c for c in diff_manifests(ma, mb).changes if c.kind != LeafKind.IDENTITY]
+
+
+def write_report(target: str, out: Path, **kw: Any) -> Path:
+    """Build, then temp file + fsync + rename: a failed build leaves nothing behind."""
+    text = build_report(target, **kw).encode()
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, out)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return out

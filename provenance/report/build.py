@@ -1,0 +1,181 @@
+"""Loaded target -> the page's data: summary rows, series, heatmap, tables, text.
+
+Everything numeric the page plots goes into one JSON document embedded in the page;
+tables and the highlighted text are rendered here as escaped HTML.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from provenance.report import series as ser
+from provenance.report import textview
+from provenance.report.sources import Loaded
+
+KL_FLOOR = 1e-20  # KL at or below this (0, or -1e-17 from rounding) is drawn on the floor
+
+
+def kl_series(arrays: dict[str, np.ndarray]) -> dict[str, Any]:
+    n = len(arrays["kl_ref_cand"])
+    keep = np.union1d(ser.peak_indices(arrays["kl_ref_cand"]),
+                      ser.peak_indices(arrays["kl_cand_ref"]))
+    dis = np.flatnonzero(~arrays["agree"].astype(bool))
+    starts, rate = ser.bucket_rate(~arrays["agree"].astype(bool))
+    return {
+        "n": n,
+        "downsampled": bool(len(keep) < n),
+        "kl": {"x": keep.tolist(),
+               "ref_cand": ser.round_sig(np.maximum(arrays["kl_ref_cand"][keep], KL_FLOOR)),
+               "cand_ref": ser.round_sig(np.maximum(arrays["kl_cand_ref"][keep], KL_FLOOR))},
+        "rate": {"x": starts.tolist(), "y": ser.round_sig(rate),
+                 "bucket": int(starts[1] - starts[0]) if len(starts) > 1 else 1},
+        "marks": dis[: ser.MAX_MARKS].tolist(),
+        "marks_total": int(len(dis)),
+        "kl_floor": KL_FLOOR,
+    }
+
+
+def _layer_key(name: str) -> tuple[int, int, str]:
+    if name.startswith("hidden.") and name.split(".")[1].isdigit():
+        return (0, int(name.split(".")[1]), name)
+    return (1, 0 if name == "final_norm" else 1, name)
+
+
+def digest_heatmap(base: dict[str, list[str]], others: list[dict[str, list[str]]],
+                   block: int, label: str) -> dict[str, Any] | None:
+    """layers x blocks: how many of `others` differ from `base` in that block's digest."""
+    if not base:
+        return None
+    layers = sorted(base, key=_layer_key)
+    values = []
+    for layer in layers:
+        row = []
+        for b, d in enumerate(base[layer]):
+            row.append(sum(1 for o in others
+                           if (o.get(layer) or [None] * (b + 1))[b:b + 1] != [d]))
+        values.append(row)
+    return {"layers": layers, "blocks": max(len(r) for r in values), "block": block,
+            "values": values, "max": max(1, len(others)), "label": label}
+
+
+def _worker_meta(loaded: Loaded, side: str, run_id: str | None) -> dict | None:
+    """A divergence run's worker run.json: the declared output its record hashed, else the
+    default work directory beside the result."""
+    from provenance.report.declared import declared_output
+
+    rec = loaded.records.get(run_id or "")
+    found = declared_output(rec, "run.json") if rec else None
+    if found is not None:
+        return json.loads(found.read_text())
+    if loaded.path is not None:
+        p = loaded.path.parent / f".{loaded.path.name}.work" / side / "run.json"
+        if p.is_file():
+            return json.loads(p.read_text())
+    return None
+
+
+def heatmap_for(loaded: Loaded) -> dict[str, Any] | None:
+    doc = loaded.doc
+    if loaded.kind == "repeat":
+        runs = doc.get("runs") or []
+        if len(runs) < 2:
+            return None
+        return digest_heatmap(runs[0]["digests"], [r["digests"] for r in runs[1:]],
+                              doc["positions"].get("block", 0),
+                              "repeats whose digest differs from run 0")
+    if loaded.kind in ("diverge", "comparison"):
+        runs = doc.get("runs") or {}
+        ref = _worker_meta(loaded, "ref", runs.get("reference"))
+        cand = _worker_meta(loaded, "cand", runs.get("candidate"))
+        if ref and cand:
+            return digest_heatmap(ref["digests"], [cand["digests"]], ref.get("block", 0),
+                                  "candidate digest differs from the reference")
+    return None
+
+
+def spec(engine: dict[str, Any]) -> str:
+    """An engine configuration as its spec string (ENGINE:key=value,...)."""
+    if engine.get("spec"):
+        return str(engine["spec"])
+    opts = engine.get("options") or {}
+    items = opts.items() if isinstance(opts, dict) else opts
+    tail = ",".join(f"{k}={v}" for k, v in items)
+    return f"{engine.get('engine', '?')}{':' + tail if tail else ''}"
+
+
+def _pct(x: float) -> str:
+    return f"{x:.4%}"
+
+
+def diverge_rows(doc: dict[str, Any]) -> list[tuple[str, str]]:
+    s = doc["summary"]
+    ci = s["ci"]
+    kl = s["kl_ref_cand"]
+    first = s["first_disagreement"]
+    rows = [
+        ("reference", spec(doc["engines"][0])),
+        ("candidate", spec(doc["engines"][1])),
+        ("positions", str(s["positions"])),
+        ("top-1 agreement", f"{_pct(s['top1_agreement'])} [{_pct(ci['top1_agreement']['lo'])},"
+                            f" {_pct(ci['top1_agreement']['hi'])}]"),
+        ("disagreements (near-ties)", f"{s['disagreements']} ({s['near_tie_disagreements']})"),
+        ("first disagreement", "none" if first is None else
+         f"{first} {json.dumps(s.get('first_disagreement_text'))}"),
+        ("mean KL(ref‖cand)", f"{kl['mean']:.3e} [{ci['kl_ref_cand_mean']['lo']:.3e}, "
+                              f"{ci['kl_ref_cand_mean']['hi']:.3e}]"),
+    ]
+    rows += [(f"KL(ref‖cand) {p}", f"{kl[p]:.3e}") for p in ("max", "p99.9", "p99", "p50")
+             if p in kl]
+    rows += [("mean KL(cand‖ref)", f"{s['kl_cand_ref']['mean']:.3e}"),
+             ("RMS Δp", f"{s['delta_p']['rms']:.3e}"),
+             ("self-KL floor (storage)",
+              f"{s['self_kl_floor']['ref']['max']:.1e} ({s['self_kl_floor']['storage_dtype']})"),
+             ("truncated positions", str(s.get("truncated_positions", 0))),
+             ("clusters", str(len(s["clusters"]))),
+             ("gate", (doc.get("comparison") or {}).get("gate", "?"))]
+    return rows
+
+
+def repeat_rows(doc: dict[str, Any]) -> list[tuple[str, str]]:
+    v = doc["summary"]
+    rows = [("engine", spec(doc["engines"][0])),
+            ("runs", str(len(doc.get("runs") or []))), ("verdict", v["verdict"])]
+    rows += [(k, str(v[k])) for k in ("layers", "blocks", "run", "layer", "block", "positions",
+                                      "scores_max_abs_diff_in_block", "scores_max_abs_diff")
+             if k in v]
+    return rows
+
+
+def run_rows(rec: dict[str, Any]) -> list[tuple[str, str]]:
+    cmd = rec.get("command")
+    return [(k, str(v)) for k, v in (
+        ("run", rec.get("run_id")), ("name", rec.get("name")), ("state", rec.get("state")),
+        ("command", " ".join(cmd) if isinstance(cmd, list) else cmd),
+        ("exit status", rec.get("exit_status")), ("started", rec.get("started_at")),
+        ("duration (s)", rec.get("duration_s")), ("manifest digest", rec.get("manifest_digest")),
+        ("loaded libraries", len(rec.get("loaded_libraries") or [])),
+        ("drift", (rec.get("drift") or {}).get("detected")),
+    ) if v is not None]
+
+
+def text_section(loaded: Loaded, model: Path | None) -> tuple[str, dict, str]:
+    """(highlighted HTML, tooltip data, where the text came from)."""
+    a = loaded.arrays
+    clusters = loaded.doc["summary"]["clusters"]
+    spans = textview.cluster_positions(clusters)
+    model = model or textview.model_from_records(loaded.records)
+    pieces = textview.token_pieces(model, a["ids"])
+    if pieces is not None:
+        body = textview.highlighted_html(pieces, a["agree"], spans)
+        source = f"decoded with the tokenizer of {model}"
+    else:
+        pieces = [f"⟨{int(i)}⟩" for i in a["ids"]]
+        body = textview.windows_html(pieces, a["agree"], spans)
+        source = "no tokenizer found (pass --model DIR): token ids around each cluster"
+    if len(clusters) > len(spans):
+        source += f"; first {len(spans)} of {len(clusters)} clusters highlighted"
+    return body, textview.tooltips(a, spans, pieces), source

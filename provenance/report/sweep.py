@@ -1,0 +1,92 @@
+"""Sweep records for the report: validated at the edge, laid out as a matrix.
+
+The shape read here (`prov-sweep/1`, documented in docs/report.md): `axes` (name -> values),
+`reference` (a cell id), `cells` (id, config {axis: value}, status, optional node, run_ids,
+flagged + flag_keys from the gate, top1_agreement, kl_mean, kl_max, repeat verdict, result).
+"""
+
+from __future__ import annotations
+
+from itertools import product
+from pathlib import Path
+from typing import Any
+
+from provenance.errors import ProvError
+
+CELL_FIGURES = ("top1_agreement", "kl_mean", "kl_max")
+
+
+def validate_sweep(doc: Any, where: Path | str) -> dict[str, Any]:
+    def bad(why: str) -> ProvError:
+        return ProvError(f"{where}: not a usable sweep record: {why}")
+
+    if not isinstance(doc, dict):
+        raise bad("not a JSON object")
+    axes = doc.get("axes")
+    if not isinstance(axes, dict) or not axes or not all(
+            isinstance(v, list) and v for v in axes.values()):
+        raise bad("`axes` must map each axis to a non-empty list of values")
+    cells = doc.get("cells")
+    if not isinstance(cells, list) or not cells:
+        raise bad("`cells` must be a non-empty list")
+    ids = set()
+    for i, c in enumerate(cells):
+        if not isinstance(c, dict) or not isinstance(c.get("id"), str):
+            raise bad(f"cell {i} has no string `id`")
+        if not isinstance(c.get("config"), dict):
+            raise bad(f"cell {c['id']} has no `config` object")
+        for k in CELL_FIGURES:
+            if c.get(k) is not None and not isinstance(c[k], int | float):
+                raise bad(f"cell {c['id']}: `{k}` is not a number")
+        ids.add(c["id"])
+    if doc.get("reference") not in ids:
+        raise bad("`reference` does not name a cell")
+    return doc
+
+
+def sweep_matrix(doc: dict[str, Any]) -> dict[str, Any]:
+    """Rows: values of the first axis; columns: every combination of the other axes."""
+    axes = list(doc["axes"].items())
+    row_axis, row_values = axes[0]
+    col_axes = axes[1:]
+    cols = [dict(zip([a for a, _ in col_axes], combo, strict=True))
+            for combo in product(*[v for _, v in col_axes])] or [{}]
+    by_config: dict[tuple, dict] = {}
+    for c in doc["cells"]:
+        key = tuple(str(c["config"].get(a)) for a, _ in axes)
+        by_config.setdefault(key, c)  # repeats of a configuration: the first cell listed
+    rows = []
+    for rv in row_values:
+        row = []
+        for col in cols:
+            key = (str(rv), *(str(col[a]) for a, _ in col_axes))
+            row.append(by_config.get(key))
+        rows.append({"value": rv, "cells": row})
+    return {"row_axis": row_axis, "col_axes": [a for a, _ in col_axes],
+            "columns": [", ".join(f"{k}={v}" for k, v in col.items()) or "(all)" for col in cols],
+            "rows": rows, "reference": doc["reference"]}
+
+
+def from_store_record(rec: dict[str, Any]) -> dict[str, Any]:
+    """A `prov sweep` record (kind `prov.sweep`, stored by the sweep driver) in the shape
+    above: cells named by their label, the gate's refused keys as flag_keys."""
+    cells = []
+    for row in rec.get("cells") or []:
+        gate = row.get("gate") or {}
+        summary = row.get("summary") or {}
+        node = row.get("node")
+        verdict = row.get("verdict")
+        cells.append({
+            "id": str(row.get("label")), "config": dict(row.get("values") or {}),
+            "status": row.get("state"),
+            "node": node.get("hostname") if isinstance(node, dict) else node,
+            "run_ids": list(row.get("runs") or []),
+            "flagged": gate.get("gate") == "flagged",
+            "flag_keys": sorted(gate.get("differing") or {}),
+            "top1_agreement": summary.get("top1_agreement"),
+            "kl_mean": summary.get("kl_ref_cand_mean"), "kl_max": summary.get("kl_ref_cand_max"),
+            "repeat": verdict.get("verdict") if isinstance(verdict, dict) else verdict,
+        })
+    return {"format": "prov-sweep/1", "name": rec.get("name"),
+            "spec_digest": rec.get("spec_digest"), "axes": rec.get("axes"),
+            "reference": rec.get("reference"), "cells": cells}

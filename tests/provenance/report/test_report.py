@@ -1,0 +1,216 @@
+"""`prov report` on real results, stored comparisons and runs, sweeps; size; bad input.
+
+The browser checks are in test_browser.py; here the page's content is read back from the
+HTML and its embedded JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pytest
+
+from tests.runners.clihelp import prov
+
+MAX_BYTES = 10 * 1000 * 1000
+
+
+def page_data(html: str) -> dict:
+    m = re.search(r"<script type='application/json' id='prov-data'>(.*?)</script>", html, re.S)
+    assert m, "no embedded data"
+    return json.loads(m.group(1).replace("<\\/", "</"))
+
+
+def assert_offline(html: str) -> None:
+    assert "default-src 'none'" in html  # the page's own CSP forbids every fetch
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", html, re.I)
+
+
+def test_real_divergence_report(real_diverge, tmp_path):
+    from runners import api
+
+    result, store, cwd, stdout = real_diverge
+    doc, arrays = api.read_result(result)
+    out = tmp_path / "r.html"
+    p = prov("report", str(result), "--out", str(out), store=store, cwd=cwd)
+    assert p.returncode == 0, p.stderr
+    html = out.read_text()
+    assert_offline(html)
+    data = page_data(html)
+    s = data["series"]
+    assert s["n"] == doc["summary"]["positions"] and not s["downsampled"]
+    assert s["marks"] == np.flatnonzero(~arrays["agree"]).tolist()
+    assert max(s["kl"]["ref_cand"]) == pytest.approx(doc["summary"]["kl_ref_cand"]["max"],
+                                                     rel=1e-3)
+    # every disagreeing position of every cluster is highlighted over the decoded text
+    spans = re.findall(r'<span class="hl dis" data-p="(\d+)">', html)
+    assert sorted(map(int, spans)) == np.flatnonzero(~arrays["agree"]).tolist()
+    for j in spans:
+        tip = data["tips"][j]
+        assert tip[0] is False and tip[1] == pytest.approx(float(arrays["margin"][int(j)]),
+                                                           rel=1e-3, abs=1e-12)
+    assert "decoded with the tokenizer of" in html
+    # the comparison record's declared variable and the keys it covered
+    assert "--vary attention-backend" in html
+    assert "runtime.transformers.attention_backend.resolved" in html
+    # the layer x block heatmap from the two workers' digests: embeddings agree, logits not
+    heat = data["heatmap"]
+    assert heat["layers"][0] == "hidden.0" and heat["layers"][-1] == "logits"
+    assert all(v == 0 for v in heat["values"][0]) and all(v == 1 for v in heat["values"][-1])
+    for item in ("kl direction", "vocabulary truncation", "calibration data"):
+        assert item in html
+    # `prov run diverge` printed the sparkline under its table
+    n_dis = int((~arrays["agree"]).sum())
+    assert f"top-1 disagreement along the context (767 positions, {n_dis} disagree): " in stdout
+
+
+def test_stored_comparison_and_sparkline(real_diverge, tmp_path):
+    result, store, cwd, _ = real_diverge
+    doc = json.loads((result / "result.json").read_text())
+    ref, cand = doc["runs"]["reference"], doc["runs"]["candidate"]
+    p = prov("compare", ref, cand, "--vary", "attention-backend", store=store, cwd=cwd,
+             env={"COLUMNS": "200"})
+    assert p.returncode == 0, p.stderr
+    n_dis = doc["summary"]["disagreements"]
+    assert f"top-1 disagreement along the context (767 positions, {n_dis} disagree): " \
+        in p.stdout
+    rec = doc["comparison"]["comparison_record"]
+    out = tmp_path / "c.html"
+    p = prov("report", rec[7:19], "--out", str(out), store=store, cwd=cwd)
+    assert p.returncode == 0, p.stderr
+    data = page_data(out.read_text())
+    # the stored comparison of two worker runs is analysed again from their scores
+    assert len(data["series"]["marks"]) == n_dis
+    p = prov("report", ref, "--out", str(tmp_path / "run.html"), store=store, cwd=cwd)
+    assert p.returncode == 0 and ref in (tmp_path / "run.html").read_text()
+
+
+def test_100k_positions_stay_under_10_mb(synthetic_100k, tmp_path):
+    from runners import api
+
+    doc, arrays = api.read_result(synthetic_100k)
+    out = tmp_path / "big.html"
+    from provenance.report import write_report
+
+    write_report(str(synthetic_100k), out)
+    size = out.stat().st_size
+    print(f"100k-position report: {size / 1e6:.2f} MB")
+    assert size < MAX_BYTES
+    data = page_data(out.read_text())
+    s = data["series"]
+    assert s["n"] == 100_000 and s["downsampled"] and len(s["kl"]["x"]) < 13_000
+    top = int(np.argmax(arrays["kl_ref_cand"]))
+    assert top in s["kl"]["x"]  # the largest spike is kept, at its true position
+    assert s["marks"] == np.flatnonzero(~arrays["agree"]).tolist()
+    assert "no tokenizer found" in out.read_text()
+
+
+def sweep_doc() -> dict:
+    cells = []
+    for i, (backend, kv) in enumerate([(b, k) for b in ("FLASH_ATTN", "FLASHINFER")
+                                       for k in ("auto", "fp8")]):
+        cells.append({"id": f"c{i}", "config": {"attention_backend": backend,
+                                                "kv_cache_dtype": kv},
+                      "status": "complete", "node": "n1" if i < 3 else "n2",
+                      "run_ids": [f"{i:016x}"], "top1_agreement": 1.0 - i * 0.01,
+                      "kl_mean": i * 1e-4, "kl_max": i * 1e-2, "repeat": "bit-identical",
+                      "flagged": i == 3, "flag_keys": ["env.NCCL_ALGO"] if i == 3 else []})
+    return {"format": "prov-sweep/1", "name": "backends-x-kv", "spec_digest": "sha256:00",
+            "axes": {"attention_backend": ["FLASH_ATTN", "FLASHINFER"],
+                     "kv_cache_dtype": ["auto", "fp8"]}, "reference": "c0", "cells": cells}
+
+
+def test_sweep_matrix(tmp_path):
+    (tmp_path / "sweep.json").write_text(json.dumps(sweep_doc()))
+    out = tmp_path / "s.html"
+    p = prov("report", str(tmp_path), "--out", str(out), store=tmp_path / "nostore",
+             cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    html = out.read_text()
+    table = html[html.index("<table class='sweep'>"):]
+    table = table[:table.index("</table>")]
+    assert table.count("<td class=") == 4
+    assert "kv_cache_dtype=fp8" in table and "cell-ref" in table
+    assert "FLAGGED: env.NCCL_ALGO" in table and table.count("cell-flag") == 1
+    assert "agree 97.0000%" in table
+
+
+@pytest.mark.parametrize("case", ["missing", "bad-sweep", "tampered"])
+def test_bad_input_one_line_nothing_written(case, tmp_path, synthetic_100k):
+    import shutil
+
+    target = tmp_path / "t"
+    if case == "bad-sweep":
+        doc = sweep_doc()
+        doc["reference"] = "nope"
+        target.write_text(json.dumps(doc))
+        target = target.rename(tmp_path / "t.json")
+    elif case == "tampered":
+        shutil.copytree(synthetic_100k, target)
+        with open(target / "arrays.npz", "r+b") as fh:
+            fh.seek(100)
+            fh.write(b"X")
+    out = tmp_path / "out.html"
+    p = prov("report", str(target), "--out", str(out), store=tmp_path / "nostore",
+             cwd=tmp_path)
+    assert p.returncode == 2, (p.stdout, p.stderr)
+    assert len(p.stderr.strip().splitlines()) == 1 and p.stderr.startswith("prov: error: ")
+    assert not out.exists() and not list(tmp_path.glob(".out.html*"))
+
+
+def test_repeat_report_heatmap(demo_model_dir, tmp_path):
+    """A real repeatability result: the layer x block heatmap of digests, all equal."""
+    p = prov("run", "repeat", "--engine", "transformers:attn=sdpa", "--model",
+             str(demo_model_dir), "--text", str(demo_model_dir / "eval.txt"), "--n", "2",
+             "--max-tokens", "300", "--block", "64", "--out", str(tmp_path / "rep"),
+             store=tmp_path / "store", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr[-2000:]
+    doc = json.loads((tmp_path / "rep" / "result.json").read_text())
+    out = tmp_path / "rep.html"
+    p = prov("report", str(tmp_path / "rep"), "--out", str(out), store=tmp_path / "store",
+             cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    html = out.read_text()
+    heat = page_data(html)["heatmap"]
+    digests = doc["runs"][0]["digests"]
+    assert sorted(heat["layers"]) == sorted(digests)
+    assert heat["blocks"] == 5 and heat["block"] == 64  # 299 positions in blocks of 64
+    assert all(v == 0 for row in heat["values"] for v in row)  # bit-identical
+    assert "bit-identical" in html and "repeatability" in html
+
+
+def test_stored_sweep_record(tmp_path):
+    """A `prov.sweep` record as the sweep driver (branch sweep) stores it, named by digest."""
+    from provenance.store import open_store
+    from provenance.store.records import encode
+
+    rows = []
+    for i, (attn, dtype) in enumerate([(a, d) for a in ("eager", "sdpa")
+                                       for d in ("float32", "bfloat16")]):
+        values = {"attn": attn, "dtype": dtype}
+        gate = ({"gate": "reference"} if i == 0 else
+                {"gate": "flagged", "differing": {"env.OMP_NUM_THREADS": {"reference": "1",
+                                                                          "cell": "2"}}}
+                if i == 3 else {"gate": "passed", "comparison_record": "sha256:00"})
+        rows.append({"label": f"attn={attn},dtype={dtype}", "values": values,
+                     "reference": i == 0, "state": "complete", "node": {"hostname": f"n{i}"},
+                     "runs": [f"{i:016x}"], "gate": gate, "verdict": None,
+                     "summary": {"top1_agreement": 0.99, "kl_ref_cand_mean": 1e-5,
+                                 "kl_ref_cand_max": 1e-3} if gate["gate"] == "passed" else None})
+    record = {"kind": "prov.sweep", "schema_version": 1, "name": "demo-2x2",
+              "spec_digest": "sha256:ab", "axes": {"attn": ["eager", "sdpa"],
+                                                   "dtype": ["float32", "bfloat16"]},
+              "reference": "attn=eager,dtype=float32", "cells": rows}
+    store = open_store(tmp_path / "store")
+    digest = store.put_bytes(encode(record), "sweep")
+    out = tmp_path / "sw.html"
+    p = prov("report", digest[7:20], "--out", str(out), store=tmp_path / "store", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    html = out.read_text()
+    table = html[html.index("<table class='sweep'>"):]
+    table = table[:table.index("</table>")]
+    assert table.count("<td class=") == 4 and table.count("agree 99.0000%") == 2
+    assert "FLAGGED: env.OMP_NUM_THREADS" in table and "node n3" in table
+    assert "demo-2x2" in html
