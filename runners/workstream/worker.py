@@ -39,6 +39,8 @@ class _Transformers:
         from transformers import AutoConfig, AutoModelForCausalLM
 
         self.torch, self.kv = torch, kv_cache
+        # one thread: no OpenMP barrier spinning on a shared machine, and one reduction order
+        torch.set_num_threads(int(os.environ.get("PROV_REPLAY_THREADS", "1")))
         attn = cfg.get("attn", "sdpa")
         dtype = cfg.get("dtype", "float32")
         torch.manual_seed(0)
@@ -181,14 +183,19 @@ def run(spec: str, kv_cache: str, model: str, job_path: Path, out: Path) -> dict
         gen, stopped = _strip_end(eng.generate(ctx, t["max_new"], stop), stop)
         open_loop.append({"ids": gen, "stopped": stopped, "context_tokens": len(ctx)})
     ctx: list[int] = []
-    by_completion = {t["completion_piece"]: t for t in turns}
+    by_completion = {t["completion_piece"]: (n, t) for n, t in enumerate(turns)}
     for k, piece in enumerate(pieces):  # closed loop: its own earlier calls stay in context
-        t = by_completion.get(k)
-        if t is None:
+        if k not in by_completion:
             ctx += piece
             continue
-        gen, stopped = _strip_end(eng.generate(ctx, t["max_new"], stop), stop)
-        closed_loop.append({"ids": gen, "stopped": stopped, "context_tokens": len(ctx)})
+        n, t = by_completion[k]
+        same = ctx == [i for p in pieces[: t["prompt_piece"] + 1] for i in p]
+        if same:  # the very same context as the open loop's: the same greedy tokens
+            gen, stopped = open_loop[n]["ids"], open_loop[n]["stopped"]
+        else:
+            gen, stopped = _strip_end(eng.generate(ctx, t["max_new"], stop), stop)
+        closed_loop.append({"ids": gen, "stopped": stopped, "context_tokens": len(ctx),
+                            "context_as_captured": same})
         ctx += gen + end + t["tail"]
     meta = {
         "format": WORKER_FORMAT, "config": cfg.to_json(), "spec": cfg.spec,
