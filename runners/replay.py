@@ -260,7 +260,7 @@ def run_replay(ws: Workstream, model: Path, configs: list[ReplayConfig], workdir
     job = workdir / "job.json"
     write_bytes(job, json.dumps(build_job(r)).encode())
     extra = {"workstream_digest": ws.digest, "chat_template_digest": r.template_digest,
-             "token_ids_digest": r.ids_digest}
+             "workstream_ids_digest": r.ids_digest}  # a "token" name would be redacted
     runs = [_launch(c, model, job, workdir / f"c{i}", f"c{i}", launcher, extra)
             for i, c in enumerate(configs)]
     comparisons = [check(runs[0], run) if check else {"gate": "not run (standalone)"}
