@@ -36,7 +36,7 @@ def main() -> None:
     from runners.replay import build_job
     from runners.workstream import EXAMPLES, load_workstream
     from runners.workstream.demo_model import ensure
-    from runners.workstream.kvquant import make_cache
+    from runners.workstream.kvquant import cache_kwarg, make_cache
     from runners.workstream.render import render_workstream
     from runners.workstream.template import find_template
 
@@ -48,14 +48,14 @@ def main() -> None:
     job = build_job(r)
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32).eval()
     stop = set(r.end_ids)
+    kw = cache_kwarg(model)
     prompts = [([i for p in job["pieces"][: t["prompt_piece"] + 1] for i in p], t["max_new"])
                for t in job["turns"]]
 
     def cached(ctx, n, kind="auto"):
         cache, gen, x = make_cache(kind, model.config), [], torch.tensor([ctx])
         while len(gen) < n:
-            nxt = int(model(input_ids=x, past_key_values=cache, use_cache=True)
-                      .logits[0, -1].argmax())
+            nxt = int(model(input_ids=x, use_cache=True, **{kw: cache}).logits[0, -1].argmax())
             gen.append(nxt)
             if nxt in stop:
                 break

@@ -35,3 +35,12 @@ def make_cache(kind: str, config):
                                   fake_quant(value_states, levels), layer_idx, *args, **kwargs)
 
     return QuantizedDynamicCache(config=config)
+
+
+def cache_kwarg(model) -> str:
+    """The forward() keyword for a cache: `cache` in transformers >= 5.2x, where
+    `past_key_values` is deprecated (removed in 5.40); `past_key_values` before."""
+    import inspect
+
+    return "cache" if "cache" in inspect.signature(model.forward).parameters \
+        else "past_key_values"

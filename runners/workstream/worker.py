@@ -54,6 +54,9 @@ class _Transformers:
         wdt = str(next(self.model.parameters()).dtype).removeprefix("torch.")
         if wdt != dtype:
             raise EngineError(f"asked for dtype={dtype} but weights are {wdt}")
+        from runners.workstream.kvquant import cache_kwarg
+
+        self.cache_kw = cache_kwarg(self.model)
         self.runtime = {
             "engine": "transformers", "transformers_version": transformers.__version__,
             "torch_version": torch.__version__,
@@ -73,8 +76,8 @@ class _Transformers:
     def score(self, ids: list[int]) -> np.ndarray:
         torch = self.torch
         with torch.inference_mode():
-            out = self.model(input_ids=torch.tensor([ids]), past_key_values=self._cache(),
-                             use_cache=True)
+            out = self.model(input_ids=torch.tensor([ids]), use_cache=True,
+                             **{self.cache_kw: self._cache()})
         return out.logits[0, :-1].float().numpy()
 
     def generate(self, ctx: list[int], max_new: int, stop: set[int]) -> list[int]:
@@ -83,7 +86,7 @@ class _Transformers:
         x = torch.tensor([ctx])
         with torch.inference_mode():
             while len(gen) < max_new:
-                out = self.model(input_ids=x, past_key_values=cache, use_cache=True)
+                out = self.model(input_ids=x, use_cache=True, **{self.cache_kw: cache})
                 nxt = int(out.logits[0, -1].argmax())
                 gen.append(nxt)
                 if nxt in stop:
