@@ -23,7 +23,7 @@ from runners.atomic import npz_bytes, replace_dir, write_bytes
 from runners.disclosure import DisclosureCard, DisclosureError
 
 RESULT_FORMAT = "prov-result/1"
-KINDS = ("repeat", "diverge")
+KINDS = ("repeat", "diverge", "replay")
 REQUIRED_META = ("engines", "model_digest", "tokenizer_digest", "text_digest", "positions")
 
 

@@ -24,7 +24,7 @@ app = typer.Typer(
 # Registration: each module adds its commands to `app`.
 from provenance.cli import diff_cmd, lock_cmd, pin_cmd, snapshot_cmd, verify_cmd  # noqa: E402,F401,I001
 from provenance.cli import compare_cmd, exec_cmd, runs_cmd, store_cmd  # noqa: E402,F401
-from provenance.cli import demo_cmd, run_cmd  # noqa: E402,F401
+from provenance.cli import demo_cmd, run_cmd, replay_cmd  # noqa: E402,F401
 from provenance.cli import audit_cmd, publish_cmd, sbom_cmd  # noqa: E402,F401
 from provenance.cli import report_cmd  # noqa: E402,F401
 

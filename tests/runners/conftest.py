@@ -29,3 +29,18 @@ def vllm_python() -> Path:
     from tests.runners.vllm_venv import vllm_python as build
 
     return build()
+
+
+@pytest.fixture(scope="session")
+def replay_model() -> Path:
+    """A tiny model trained (in a child process: no torch in pytest) to memorise the bundled
+    workstream; cached under the test cache by recipe and workstream digest."""
+    import subprocess
+    import sys
+
+    out = CACHE / "replay-model"
+    code = ("import sys; from runners.workstream import EXAMPLES; "
+            "from runners.workstream.demo_model import ensure; "
+            "ensure(sys.argv[1], EXAMPLES + '/file_agent.json')")
+    subprocess.run([sys.executable, "-c", code, str(out)], check=True, timeout=600)
+    return out
