@@ -30,6 +30,16 @@ def _raw(t) -> np.ndarray:
     return t.view(width).numpy()
 
 
+def _digest_fn(device: str):
+    """Per-block digests: sha256 of the host bytes on CPU; on a GPU the splitmix128 Triton
+    kernel (runners/gpu/digest.py), so hidden states never travel to the host."""
+    if not str(device).startswith("cuda"):
+        return (lambda t, block: block_digests(_raw(t), block)), "sha256"
+    from runners.gpu.digest import ALGO, digest_triton
+
+    return digest_triton, ALGO
+
+
 class _SdpaRecorder:
     """Wraps F.scaled_dot_product_attention for one forward and records torch's kernel choice."""
 
@@ -114,10 +124,10 @@ class TransformersEngine:
         hook.remove()
 
         logits = out.logits[0, :-1]
-        digests = {f"hidden.{i}": block_digests(_raw(h[0]), block)
-                   for i, h in enumerate(out.hidden_states)}
-        digests["final_norm"] = block_digests(_raw(captured["final"][0]), block)
-        digests["logits"] = block_digests(_raw(out.logits[0]), block)
+        digest, algo = _digest_fn(device)
+        digests = {f"hidden.{i}": digest(h[0], block) for i, h in enumerate(out.hidden_states)}
+        digests["final_norm"] = digest(captured["final"][0], block)
+        digests["logits"] = digest(out.logits[0], block)
         head = model.get_output_embeddings().weight
         runtime: dict[str, Any] = {
             "engine": "transformers",
@@ -128,6 +138,7 @@ class TransformersEngine:
             "dtype": {"requested": dtype_name, "resolved": param_dtype,
                       "logits": str(out.logits.dtype).removeprefix("torch.")},
             "device": device,
+            "digest": algo,
             "kv_cache": {"dtype": "none", "note": "single forward pass, use_cache=False"},
             "num_threads": torch.get_num_threads(),
         }
