@@ -31,6 +31,13 @@ def owners() -> dict[str, str]:
     return out
 
 
+def load(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        return {"missing": f"{path}: {exc}"}
+
+
 def flat(d, prefix=""):
     if isinstance(d, dict):
         for k, v in d.items():
@@ -41,9 +48,7 @@ def flat(d, prefix=""):
 
 def main(argv: list[str]) -> int:
     snap_p, rec_p, work_p, cenv_p, out_p = map(Path, argv)
-    snap = json.loads(snap_p.read_text()) if snap_p.is_file() else {}
-    rec = json.loads(rec_p.read_text()) if rec_p.is_file() else {}
-    work = json.loads(work_p.read_text()) if work_p.is_file() else {}
+    snap, rec, work = load(snap_p), load(rec_p), load(work_p)
     cenv = cenv_p.read_text() if cenv_p.is_file() else ""
     facts = snap.get("facts", snap)
     gpu = {k: v for k, v in flat(facts.get("gpu", {}))
@@ -51,7 +56,7 @@ def main(argv: list[str]) -> int:
                                        "serial", "uuid"))}
     torch_sec = {k: v for k, v in flat(facts.get("torch", {}))
                  if re.search(r"cudnn|nccl|cuda|cublas", k)}
-    record = rec.get("record", rec)
+    record = rec  # `prov show RUN --json`: the run record itself
     libs = record.get("loaded_libraries") or []
     own = owners()
     loaded = []
@@ -76,7 +81,7 @@ def main(argv: list[str]) -> int:
         cenv, re.M)}
     doc = {"gpu_manifest": gpu, "torch_section": torch_sec, "loaded_by_workload": loaded,
            "in_process": inproc, "collect_env": guesses,
-           "run_id": record.get("run_id") or rec.get("run_id")}
+           "run_id": record.get("run_id")}
     Path(out_p).write_text(json.dumps(doc, indent=1, default=str))
     print("== GPU manifest (prov snapshot) ==")
     for k, v in gpu.items():
