@@ -41,6 +41,7 @@ def lib_versions() -> dict:
 def main() -> int:
     import torch
 
+    torch.set_grad_enabled(False)
     dev = "cuda" if torch.cuda.is_available() else "cpu"
     report: dict = {"device": dev, "torch": torch.__version__, "torch_cuda": torch.version.cuda}
     a = torch.randn(2048, 2048, device=dev)

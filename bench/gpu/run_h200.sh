@@ -9,7 +9,7 @@
 # bench.{txt,json}, divergence.{txt,json}, summary.json.
 #
 # DRY_RUN_CPU=1 runs every step on CPU with tiny shapes (TRITON_INTERPRET=1), to test this
-# script here. Knobs: PY, WHL_DIR (.whl), BUDGET_S (total seconds, 500), DIV_LAYERS (28),
+# script here. Knobs: PY, WHL_DIR (.whl), BUDGET_S (total seconds, 480), DIV_LAYERS (28),
 # DIV_VOCAB (8192), DIV_TOKENS (16384), BACKENDS.
 set -u
 START=$(date +%s)
@@ -19,7 +19,7 @@ exec > >(tee -a "$OUT/log.txt") 2>&1
 export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 \
   NVSHMEM_DISABLE_NVLS=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 PY=${PY:-python3}
-BUDGET_S=${BUDGET_S:-500}
+BUDGET_S=${BUDGET_S:-480}
 W=${WORK:-/tmp/prov-gpu-work}
 rm -rf "$W" && mkdir -p "$W"
 export PROV_STORE="$W/store" PROV_CACHE_DIR="$W/cache"
@@ -63,21 +63,21 @@ nvidia-smi --query-gpu=name,driver_version,ecc.mode.current,mig.mode.current,clo
   --format=csv 2>/dev/null || true
 
 step "(a) prov snapshot"
-timeout 120 prov snapshot --out "$W/snapshot.json" --format json && echo "snapshot ok"
+timeout 90 prov snapshot --out "$W/snapshot.json" --format json && echo "snapshot ok"
 step "(a) prov exec of a CUDA workload (cuBLAS, cuDNN, NCCL)"
-timeout 180 prov exec --name cuda-workload --output "$W/workload.json" -- \
+timeout 120 prov exec --name cuda-workload --output "$W/workload.json" -- \
   $PY bench/gpu/cuda_workload.py "$W/workload.json"
 echo "exec exit $?"
 RUN=$(prov runs --limit 1 --json | $PY -c 'import json,sys; d=json.load(sys.stdin);
 r = d[0] if isinstance(d, list) else (d.get("runs") or [d])[0]; print(r.get("run_id") or r["id"])')
 prov show "$RUN" --json > "$W/record.json"
-timeout 120 $PY -m torch.utils.collect_env > "$W/collect_env.txt" 2>&1
+timeout 60 $PY -m torch.utils.collect_env > "$W/collect_env.txt" 2>&1
 $PY bench/gpu/gpu_manifest.py "$W/snapshot.json" "$W/record.json" "$W/workload.json" \
   "$W/collect_env.txt" "$OUT/manifest.json" > "$OUT/manifest.txt" 2>&1
 cat "$OUT/manifest.txt"
 
 step "(c) analysis bench"
-timeout 240 $PY bench/bench_gpu_analysis.py $BENCH_ARGS --json "$OUT/bench.json" \
+timeout 200 $PY bench/bench_gpu_analysis.py $BENCH_ARGS --json "$OUT/bench.json" \
   > "$OUT/bench.txt" 2>&1
 echo "bench exit $?"
 cat "$OUT/bench.txt"
