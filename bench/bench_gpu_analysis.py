@@ -126,12 +126,14 @@ def main() -> int:
 
         run("torch_compile", compiled)
     best = None
-    configs = [(4096, 8), (8192, 8), (2048, 4), (4096, 4), (8192, 16)]
-    for bv, nw in configs if dev.startswith("cuda") else [(256, 4)]:
-        name = f"fused_bv{bv}_w{nw}"
+    # (BLOCK_V, warps, pipeline stages): a small sweep, the best one is reported
+    configs = [(4096, 8, 1), (4096, 8, 3), (8192, 8, 2), (2048, 4, 3), (4096, 4, 2),
+               (8192, 16, 1)]
+    for bv, nw, ns in configs if dev.startswith("cuda") else [(256, 4, 1)]:
+        name = f"fused_bv{bv}_w{nw}_s{ns}"
         try:
-            run(name, lambda bv=bv, nw=nw, name=name: results.__setitem__(
-                name, analyse_fused(ref, cand, nxt, block_v=bv, num_warps=nw)))
+            run(name, lambda bv=bv, nw=nw, ns=ns, name=name: results.__setitem__(
+                name, analyse_fused(ref, cand, nxt, block_v=bv, num_warps=nw, num_stages=ns)))
         except Exception as exc:  # a config that does not compile is reported, not fatal
             res[name] = {"error": f"{type(exc).__name__}: {exc}"[:300]}
             continue

@@ -86,12 +86,19 @@ def _load_run(work: Path, result: Path):
 
 def pairs(work: Path, results: Path, backends: list[str], model: Path, tokens: int,
           deadline: float) -> dict:
+    import runners.diverge as rd
     from provenance.cli.run_cmd import _gate
     from provenance.errors import ProvError
-    from runners.diverge import analyse, diverge_card
+    from runners.diverge import diverge_card
     from runners.prepare import prepare
     from runners.results import write_result
 
+    # The storage self-KL floor depends on one run's scores only: compute it once per run,
+    # not once per pair (each call is several full float64 passes over 16k x vocab).
+    floor = rd.self_kl_floor
+    memo: dict = {}
+    rd.self_kl_floor = lambda scores, dtype: memo.setdefault(
+        (id(scores), dtype), floor(scores, dtype))
     prep = prepare(model, model / "eval.txt", tokens)
     runs = {}
     for b in backends:
@@ -118,7 +125,7 @@ def pairs(work: Path, results: Path, backends: list[str], model: Path, tokens: i
         except ProvError as exc:
             doc["pairs"][f"{a}~{b}"] = {"gate": f"refused: {exc}"}
             continue
-        summary, arrays = analyse(ref.scores, cand.scores, prep.ids, prep.decode)
+        summary, arrays = rd.analyse(ref.scores, cand.scores, prep.ids, prep.decode)
         meta = {"engines": [ref.config.to_json(), cand.config.to_json()],
                 "runtime": {"reference": ref.meta["runtime"], "candidate": cand.meta["runtime"]},
                 "model_digest": prep.model_digest, "tokenizer_digest": prep.tokenizer_digest,

@@ -67,8 +67,8 @@ def _chunk(r, c, nxt) -> dict[str, Any]:
             "delta_p": dp}
 
 
-def analyse_fused(ref, cand, next_ids=None, block_v: int = 4096,
-                  num_warps: int = 8) -> dict[str, Any]:
+def analyse_fused(ref, cand, next_ids=None, block_v: int = 4096, num_warps: int = 8,
+                  num_stages: int | None = None) -> dict[str, Any]:
     """One Triton pass over both tensors (rows must be contiguous along the vocabulary)."""
     import torch
 
@@ -84,7 +84,8 @@ def analyse_fused(ref, cand, next_ids=None, block_v: int = 4096,
     nxt = next_ids.to(device=ref.device, dtype=torch.int64) if has_next else out_i
     if n:
         stats_kernel[(n,)](ref, cand, nxt, out_f, out_i, v, ref.stride(0), cand.stride(0),
-                           HAS_NEXT=has_next, BLOCK_V=block_v, num_warps=num_warps)
+                           HAS_NEXT=has_next, BLOCK_V=block_v, num_warps=num_warps,
+                           **({} if num_stages is None else {"num_stages": num_stages}))
     res = {"ref_top1": out_i[:, 0].long(), "cand_top1": out_i[:, 1].long()}
     res.update({k: out_f[:, i] for i, k in enumerate(FIELDS)})
     return res
