@@ -68,11 +68,16 @@ def _chunk(r, c, nxt) -> dict[str, Any]:
 
 
 def analyse_fused(ref, cand, next_ids=None, block_v: int = 4096, num_warps: int = 8,
-                  num_stages: int | None = None) -> dict[str, Any]:
-    """One Triton pass over both tensors (rows must be contiguous along the vocabulary)."""
+                  num_stages: int | None = None, variant: str = "block") -> dict[str, Any]:
+    """One Triton pass over both tensors (rows must be contiguous along the vocabulary).
+
+    variant "block": block-wide reductions every BLOCK_V logits; "lanes": per-lane
+    accumulators reduced once per row (two block maxima per BLOCK_V). Same outputs."""
     import torch
 
-    from runners.gpu.kernels import stats_kernel
+    from runners.gpu import kernels
+
+    stats_kernel = {"block": kernels.stats_kernel, "lanes": kernels.stats_lanes_kernel}[variant]
 
     _check(ref, cand, next_ids)
     if ref.stride(1) != 1 or cand.stride(1) != 1:

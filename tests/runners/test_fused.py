@@ -92,6 +92,7 @@ def interpreted() -> dict:
 
 
 def test_fused_top1_exact(interpreted):
+    assert {c["variant"] for c in interpreted["stats"]} == {"block", "lanes"}
     for case in interpreted["stats"]:
         assert case["top1_equal"] and case["top1_equal_numpy"], case
 
