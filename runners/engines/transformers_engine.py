@@ -30,6 +30,27 @@ def _raw(t) -> np.ndarray:
     return t.view(width).numpy()
 
 
+def _digest_fn(device: str, notes: list[str]):
+    """Per-block digests: sha256 of the host bytes on CPU; on a GPU the splitmix128 Triton
+    kernel (runners/gpu/digest.py), so hidden states never travel to the host. Should the
+    kernel fail, the host computes the same algorithm (same digests) and a note says so."""
+    if not str(device).startswith("cuda"):
+        return (lambda t, block: block_digests(_raw(t), block)), "sha256"
+    from runners.gpu.digest import ALGO, digest_numpy, digest_triton
+
+    def digest(t, block: int) -> list[str]:
+        try:
+            return digest_triton(t, block)
+        except Exception as exc:  # e.g. no C compiler for Triton's launcher
+            note = f"GPU digest kernel failed ({type(exc).__name__}: {exc}"[:200] + \
+                "); digests computed on the host with the same algorithm"
+            if note not in notes:
+                notes.append(note)
+            return digest_numpy(_raw(t), block)
+
+    return digest, ALGO
+
+
 class _SdpaRecorder:
     """Wraps F.scaled_dot_product_attention for one forward and records torch's kernel choice."""
 
@@ -114,10 +135,11 @@ class TransformersEngine:
         hook.remove()
 
         logits = out.logits[0, :-1]
-        digests = {f"hidden.{i}": block_digests(_raw(h[0]), block)
-                   for i, h in enumerate(out.hidden_states)}
-        digests["final_norm"] = block_digests(_raw(captured["final"][0]), block)
-        digests["logits"] = block_digests(_raw(out.logits[0]), block)
+        notes: list[str] = []
+        digest, algo = _digest_fn(device, notes)
+        digests = {f"hidden.{i}": digest(h[0], block) for i, h in enumerate(out.hidden_states)}
+        digests["final_norm"] = digest(captured["final"][0], block)
+        digests["logits"] = digest(out.logits[0], block)
         head = model.get_output_embeddings().weight
         runtime: dict[str, Any] = {
             "engine": "transformers",
@@ -128,6 +150,7 @@ class TransformersEngine:
             "dtype": {"requested": dtype_name, "resolved": param_dtype,
                       "logits": str(out.logits.dtype).removeprefix("torch.")},
             "device": device,
+            "digest": algo,
             "kv_cache": {"dtype": "none", "note": "single forward pass, use_cache=False"},
             "num_threads": torch.get_num_threads(),
         }
@@ -145,4 +168,5 @@ class TransformersEngine:
             runtime=runtime,
             final_hidden=captured["final"][0].float().cpu().numpy(),
             head_digest=hashlib.sha256(_raw(head).tobytes()).hexdigest(),
+            notes=notes,
         )

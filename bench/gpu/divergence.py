@@ -1,0 +1,223 @@
+"""Backend divergence on one GPU: model build, cross-pair analysis of repeat runs, tables.
+
+    python bench/gpu/divergence.py build MODEL_DIR --layers 28 --vocab 8192 --tokens 16384
+    python bench/gpu/divergence.py pairs --work W --results R --backends flash,math,...
+    python bench/gpu/divergence.py table --results R
+
+`run_h200.sh` runs `prov run repeat` once per backend (two worker processes each, every one a
+recorded `prov exec` run); `pairs` then compares run 0 of every two backends through the same
+gate as `prov run diverge` (it must refuse without --vary and pass with
+`--vary attention-backend`) and the same analysis and result format, without re-running the
+engines (each pair would otherwise cost two more 16k-token runs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+SPECS = {
+    "flash": "transformers:attn=sdpa,sdpa_kernel=FLASH_ATTENTION,dtype=bfloat16,device={dev}",
+    "cudnn": "transformers:attn=sdpa,sdpa_kernel=CUDNN_ATTENTION,dtype=bfloat16,device={dev}",
+    "efficient": "transformers:attn=sdpa,sdpa_kernel=EFFICIENT_ATTENTION,dtype=bfloat16,"
+                 "device={dev}",
+    "math": "transformers:attn=sdpa,sdpa_kernel=MATH,dtype=bfloat16,device={dev}",
+    "eager": "transformers:attn=eager,dtype=bfloat16,device={dev}",
+}
+
+
+def build(out: Path, layers: int, vocab: int, tokens: int, hidden: int) -> None:
+    """Qwen3-0.6B's shape (hidden 1024, 16 query / 8 KV heads of 128, MLP 3072, RoPE 1e6,
+    tied head) with `layers` layers and `vocab` outputs, random init from seed 0, bf16."""
+    import torch
+    from transformers import AutoModelForCausalLM, Qwen3Config
+
+    from runners.demo.build import VOCAB_SIZE, train_tokenizer
+    from runners.demo.corpus import generate
+
+    out.mkdir(parents=True, exist_ok=True)
+    text = generate(n_paragraphs=max(400, tokens // 12), seed=7)
+    train_tokenizer(text, out)
+    from tokenizers import Tokenizer
+
+    n = len(Tokenizer.from_file(str(out / "tokenizer.json")).encode(text).ids)
+    while n < tokens + 1:  # long enough for `tokens` positions
+        text += "\n" + generate(n_paragraphs=400, seed=n)
+        n = len(Tokenizer.from_file(str(out / "tokenizer.json")).encode(text).ids)
+    (out / "eval.txt").write_text(text, encoding="utf-8")
+    small = hidden < 1024
+    cfg = Qwen3Config(
+        vocab_size=max(vocab, VOCAB_SIZE), hidden_size=hidden,
+        intermediate_size=3 * hidden, num_hidden_layers=layers,
+        num_attention_heads=4 if small else 16, num_key_value_heads=2 if small else 8,
+        head_dim=32 if small else 128, max_position_embeddings=max(40960, tokens + 1),
+        rope_theta=1000000.0, rms_norm_eps=1e-6, tie_word_embeddings=True,
+        use_sliding_window=False, dtype="bfloat16")
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_config(cfg, dtype=torch.bfloat16)
+    model.save_pretrained(out, safe_serialization=True)
+    print(json.dumps({"model": str(out), "layers": layers, "vocab": cfg.vocab_size,
+                      "hidden": hidden, "text_tokens": n,
+                      "params": sum(p.numel() for p in model.parameters())}))
+
+
+def _load_run(work: Path, result: Path):
+    """Run 0 of a repeat as the WorkerRun that run_diverge would have produced."""
+    import numpy as np
+
+    from runners.engines import EngineConfig
+    from runners.execute import WorkerRun
+
+    meta = json.loads((work / "run0" / "run.json").read_text())
+    res = json.loads((result / "result.json").read_text())
+    with np.load(work / "run0" / "scores.npz") as z:
+        scores = z["scores"]
+        hidden = z["final_hidden"] if "final_hidden" in z.files else None
+    cfg = EngineConfig.parse(meta["spec"])
+    return WorkerRun(cfg, meta, scores, hidden, res["runs"][0]["run_id"], {})
+
+
+def pairs(work: Path, results: Path, backends: list[str], model: Path, tokens: int,
+          deadline: float) -> dict:
+    import runners.diverge as rd
+    from provenance.cli.run_cmd import _gate
+    from provenance.errors import ProvError
+    from runners.diverge import diverge_card
+    from runners.prepare import prepare
+    from runners.results import write_result
+
+    # The storage self-KL floor depends on one run's scores only: compute it once per run,
+    # not once per pair (each call is several full float64 passes over 16k x vocab).
+    floor = rd.self_kl_floor
+    memo: dict = {}
+    rd.self_kl_floor = lambda scores, dtype: memo.setdefault(
+        (id(scores), dtype), floor(scores, dtype))
+    prep = prepare(model, model / "eval.txt", tokens)
+    runs = {}
+    for b in backends:
+        try:
+            runs[b] = _load_run(work / b, results / f"repeat-{b}")
+        except (OSError, KeyError, ValueError) as exc:
+            print(f"pairs: no run for {b}: {exc}", file=sys.stderr)
+    doc: dict = {"pairs": {}, "gate_without_vary": None}
+    names = list(runs)
+    if len(names) >= 2:
+        try:
+            _gate([])(runs[names[0]], runs[names[1]])
+            doc["gate_without_vary"] = "PASSED (unexpected)"
+        except ProvError as exc:
+            doc["gate_without_vary"] = f"refused: {str(exc)[:300]}"
+    for a, b in itertools.combinations(names, 2):
+        if time.time() > deadline:
+            doc["pairs"][f"{a}~{b}"] = {"skipped": "time budget"}
+            continue
+        t0 = time.time()
+        ref, cand = runs[a], runs[b]
+        try:
+            comparison = _gate(["attention-backend"])(ref, cand)
+        except ProvError as exc:
+            doc["pairs"][f"{a}~{b}"] = {"gate": f"refused: {exc}"}
+            continue
+        summary, arrays = rd.analyse(ref.scores, cand.scores, prep.ids, prep.decode)
+        meta = {"engines": [ref.config.to_json(), cand.config.to_json()],
+                "runtime": {"reference": ref.meta["runtime"], "candidate": cand.meta["runtime"]},
+                "model_digest": prep.model_digest, "tokenizer_digest": prep.tokenizer_digest,
+                "text_digest": prep.text_digest,
+                "positions": {"n_tokens": int(len(prep.ids)), "scored": int(len(prep.ids) - 1)},
+                "output_head_digest": ref.meta.get("head_digest"), "comparison": comparison,
+                "summary": summary, "runs": {"reference": ref.run_id, "candidate": cand.run_id}}
+        path = write_result(results / f"diverge-{a}-{b}", "diverge", meta, arrays,
+                            diverge_card(ref, cand, prep, summary))
+        stored = json.loads((path / "result.json").read_text())
+        doc["pairs"][f"{a}~{b}"] = {
+            "result": str(path), "arrays_sha256": stored.get("arrays_sha256"),
+            "gate": comparison.get("gate"), "comparison_record": comparison.get(
+                "comparison_record"), "seconds": round(time.time() - t0, 1),
+            **{k: summary[k] for k in ("positions", "top1_agreement", "disagreements",
+                                       "near_tie_disagreements", "first_disagreement")},
+            "kl_ref_cand": {k: summary["kl_ref_cand"][k] for k in ("mean", "max", "p99")},
+            "kl_cand_ref_mean": summary["kl_cand_ref"]["mean"],
+            "clusters": len(summary["clusters"]),
+            "first_clusters": [{k: c[k] for k in ("start", "end", "disagreements")}
+                               for c in summary["clusters"][:3]]}
+        print(f"pair {a}~{b}: {doc['pairs'][f'{a}~{b}']['top1_agreement']:.4f} agreement, "
+              f"{time.time() - t0:.1f}s", flush=True)
+    return doc
+
+
+def table(results: Path) -> str:
+    lines = ["| backend | repeat (2 processes) | first differing layer/block | runtime kernel |",
+             "|---|---|---|---|"]
+    for d in sorted(results.glob("repeat-*")):
+        try:
+            r = json.loads((d / "result.json").read_text())
+        except OSError:
+            continue
+        s = r["summary"]
+        rt = r["runtime"].get("transformers", {}).get("attention_backend", {})
+        kern = rt.get("sdpa_kernel", {}).get("resolved", rt.get("resolved"))
+        where = f"{s.get('layer')} / {s.get('block')}" if s["verdict"] != "bit-identical" else "-"
+        lines.append(f"| {d.name[7:]} | {s['verdict']} | {where} | {kern} |")
+    pf = results / "pairs.json"
+    if pf.is_file():
+        doc = json.loads(pf.read_text())
+        lines += ["", f"gate without --vary: {doc.get('gate_without_vary')}", "",
+                  "| pair (ref~cand) | top-1 agreement | disagreements (near-ties) | first "
+                  "| mean KL(r||c) | max KL | p99 KL | mean KL(c||r) | clusters | gate |",
+                  "|---|---|---|---|---|---|---|---|---|---|"]
+        for k, p in doc["pairs"].items():
+            if "top1_agreement" not in p:
+                lines.append(f"| {k} | {p} |")
+                continue
+            kl = p["kl_ref_cand"]
+            lines.append(f"| {k} | {p['top1_agreement']:.4%} | {p['disagreements']} "
+                         f"({p['near_tie_disagreements']}) | {p['first_disagreement']} "
+                         f"| {kl['mean']:.3e} | {kl['max']:.3e} | {kl['p99']:.3e} "
+                         f"| {p['kl_cand_ref_mean']:.3e} | {p['clusters']} | {p['gate']} |")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    b = sub.add_parser("build")
+    b.add_argument("out", type=Path)
+    b.add_argument("--layers", type=int, default=28)
+    b.add_argument("--vocab", type=int, default=8192)
+    b.add_argument("--tokens", type=int, default=16384)
+    b.add_argument("--hidden", type=int, default=1024)
+    s = sub.add_parser("specs")
+    s.add_argument("--device", default="cuda")
+    s.add_argument("backends")
+    p = sub.add_parser("pairs")
+    for name in ("work", "results", "model"):
+        p.add_argument(f"--{name}", type=Path, required=True)
+    p.add_argument("--backends", required=True)
+    p.add_argument("--tokens", type=int, default=16384)
+    p.add_argument("--budget", type=float, default=1e9, help="seconds before pairs are skipped")
+    t = sub.add_parser("table")
+    t.add_argument("--results", type=Path, required=True)
+    a = ap.parse_args()
+    if a.cmd == "build":
+        build(a.out, a.layers, a.vocab, a.tokens, a.hidden)
+    elif a.cmd == "specs":
+        for name in a.backends.split(","):
+            print(f"{name} {SPECS[name].format(dev=a.device)}")
+    elif a.cmd == "pairs":
+        doc = pairs(a.work, a.results, a.backends.split(","), a.model, a.tokens,
+                    time.time() + a.budget)
+        (a.results / "pairs.json").write_text(json.dumps(doc, indent=1))
+    else:
+        print(table(a.results))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
