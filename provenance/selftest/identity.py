@@ -69,7 +69,7 @@ def verdict(expect: str, outputs_changed: bool, identity_changed: bool) -> tuple
     if identity_changed:
         if expect == "context":
             return "noise", "identity changed, outputs did not, for a change that must not matter"
-        return "sound", "no output change on this hardware (identity records the change)"
+        return "sound", "no output change on this hardware; the identity records the change"
     if expect == "cause":
         return "sound", "no output change on this hardware, identity unchanged"
     return "sound", ""
@@ -134,8 +134,11 @@ class Runner:
             tmpdir.mkdir(exist_ok=True)
             env["TMPDIR"] = str(tmpdir)
         elif special == "hostname":
-            if not shutil.which("unshare"):
-                raise NotRun("unshare not found")
+            probe = subprocess.run(["unshare", "-u", "--", "true"], capture_output=True,
+                                   text=True) if shutil.which("unshare") else None
+            if probe is None or probe.returncode != 0:
+                why = probe.stderr.strip()[:200] if probe else "unshare not found"
+                raise NotRun(f"cannot make a UTS namespace here: {why}")
             prefix = ["unshare", "-u", "--", "sh", "-c", 'hostname "$0" && exec "$@"',
                       OTHER_HOSTNAME]
         elif special == "ld-preload":
