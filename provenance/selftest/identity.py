@@ -120,7 +120,7 @@ class Runner:
         cwd = self.cwd
         store = self.store
         special = p.special if p else ""
-        if p:
+        if p and special != "api-env":
             env.update(p.env)
         if special == "alt-python":
             if not self.alt_python:
@@ -166,6 +166,12 @@ class Runner:
                 python, "-m", "provenance.selftest.workload", "--model", str(self.model),
                 "--out", str(out), "--device", self.device, "--tokens", str(self.tokens),
                 *(p.args if p else ())]
+        if special == "api-env":
+            # the same run through run_supervised(env_extra=...): the variables reach only
+            # the command, never prov's own environment
+            spec = {"argv": argv[argv.index("--") + 1:], "name": f"selftest-{name}",
+                    "outputs": [str(out)], "env_extra": dict(p.env)}
+            argv = [sys.executable, "-m", "provenance.selftest.api_run", json.dumps(spec)]
         t0 = time.monotonic()
         proc = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True)
         seconds = time.monotonic() - t0

@@ -18,7 +18,7 @@ class Perturbation:
     env: dict[str, str] = field(default_factory=dict)
     args: tuple[str, ...] = ()
     # special handling in the runner: "repeat", "cwd", "hostname", "user", "alt-python",
-    # "ld-preload"
+    # "ld-preload", "tmpdir", "api-env" (through run_supervised's env_extra)
     special: str = ""
 
 
@@ -32,6 +32,9 @@ def cpu_matrix() -> list[Perturbation]:
           env={"OMP_NUM_THREADS": "1"}),
         P("torch-threads", "torch.set_num_threads(1) inside the workload", "cause",
           args=("--threads", "1")),
+        P("api-env-openblas", "OPENBLAS_CORETYPE=Prescott given only to the command "
+          "(run_supervised env_extra, as the runners pass settings)", "cause",
+          env={"OPENBLAS_CORETYPE": "Prescott"}, special="api-env"),
         P("aten-cpu-capability", "ATEN_CPU_CAPABILITY=default (generic CPU kernels)", "cause",
           env={"ATEN_CPU_CAPABILITY": "default"}),
         P("onednn-isa", "ONEDNN_MAX_CPU_ISA=SSE41 in the environment", "cause",

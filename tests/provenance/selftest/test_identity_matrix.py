@@ -53,7 +53,7 @@ def test_every_row_ran_and_no_missed_cause_or_noise(matrix):
     assert not bad, matrix["_stdout"][-4000:]
     assert matrix["_exit"] == 0
     assert matrix["counts"] == {"sound": len(matrix["rows"])}
-    assert len(matrix["rows"]) == 16
+    assert len(matrix["rows"]) == 17
 
 
 def test_known_effects_were_measured_and_named(matrix):
@@ -72,6 +72,9 @@ def test_known_effects_were_measured_and_named(matrix):
     assert {"env.ATEN_CPU_CAPABILITY", "runtime.torch.cpu_capability"} <= set(
         r["aten-cpu-capability"]["keys"])
     assert "python.packages.numpy.version" in r["numpy-version"]["keys"]
+    # a variable given only to the command (run_supervised env_extra) is identity too
+    assert r["api-env-openblas"]["outputs_changed"] == ["numpy"]
+    assert r["api-env-openblas"]["keys"] == ["env.OPENBLAS_CORETYPE"]
 
 
 def test_context_rows_leave_the_identity_alone(matrix):
