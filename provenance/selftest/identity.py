@@ -106,7 +106,7 @@ class Runner:
             return [str(exe)]
         return [sys.executable, "-c", "from provenance.cli import main; main()"]
 
-    def run(self, p: Perturbation | None, extra_env: dict[str, str] | None = None) -> RunOutcome:
+    def run(self, p: Perturbation | None) -> RunOutcome:
         self.counter += 1
         name = p.name if p else "baseline"
         out = self.workdir / "out" / f"{self.counter:02d}-{name}"
@@ -114,7 +114,6 @@ class Runner:
         out.mkdir(parents=True)
         env = {k: v for k, v in os.environ.items() if not k.startswith("PROV_RUN")}
         env["PROV_STORE"] = str(self.store)
-        env.update(extra_env or {})
         python = sys.executable
         prefix: list[str] = []
         cwd = self.cwd
@@ -153,7 +152,6 @@ class Runner:
             for d in (store, cache, out):
                 d.mkdir(exist_ok=True)
                 os.chown(d, NOBODY, NOBODY)
-            os.chmod(self.cwd, 0o777)
             env.update({"PROV_STORE": str(store), "PROV_CACHE_DIR": str(cache),
                         "HOME": str(cache), "XDG_CACHE_HOME": str(cache)})
             # another uid and gid; file-access capabilities (kept across exec as ambient
