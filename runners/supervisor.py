@@ -254,13 +254,42 @@ def _run_facts(run_dir: Path, base_sections: set[str], warnings: list[str]) -> d
     return out
 
 
-def _drift(snap, python: str | None, store: Store) -> dict[str, Any]:
+def _with_env_extra(snap, env_extra: Mapping[str, str] | None):
+    """The snapshot with the command's extra environment in its `env` section.
+
+    The snapshot (and its cache) describe prov's own environment; variables given only to
+    the command (`run_supervised(env_extra=...)`, e.g. the runners' VLLM_* settings) would
+    otherwise reach the workload without reaching its identity (found by
+    `prov selftest identity`)."""
+    import dataclasses
+    import hashlib
+
+    from provenance.collectors.env import relevant
+    from provenance.model import Manifest
+
+    extra = {k: redact_value(k, str(v)) for k, v in (env_extra or {}).items() if relevant(k)}
+    if not extra:
+        return snap
+    base = snap.manifest()
+    env = dict(base.facts.get("env") or {})
+    if all(env.get(k) == v for k, v in extra.items()):
+        return snap
+    env.update(extra)
+    m = Manifest({**base.facts, "env": dict(sorted(env.items()))})
+    text = m.to_json()
+    return dataclasses.replace(
+        snap, text=text, manifest_digest=m.digest(),
+        object_digest="sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest())
+
+
+def _drift(snap, python: str | None, store: Store,
+           env_extra: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Did the environment change while the command ran? Stats first; snapshot only if so."""
     from provenance.snapshot_cache import cached_snapshot, still_valid
 
     if still_valid(snap, python):
         return {"checked": True, "detected": False}
-    after = cached_snapshot(python, use_cache=False)
+    after = _with_env_extra(cached_snapshot(python, use_cache=False), env_extra)
     if after.manifest_digest == snap.manifest_digest:
         return {"checked": True, "detected": False, "resnapshot": True}
     from provenance.diff import diff_manifests
@@ -308,6 +337,8 @@ def run_supervised(
     python = _workload_python(argv)
     t0 = time.time()
     snap, (git_facts, git_diff) = _snapshot_and_git(python, workdir)
+    # the command runs with env_extra: its relevant variables are part of the run's identity
+    snap = _with_env_extra(snap, env_extra)
 
     store._ensure_layout()
     manifest_obj = store.objects.put_bytes(snap.text.encode("utf-8"))
@@ -481,7 +512,7 @@ def _execute(
     if not facts["run"]:
         del facts["run"]
     libs = sampler.results() if sampler else []
-    drift = _drift(snap, python, store)
+    drift = _drift(snap, python, store, env_extra)
     if drift.get("detected"):
         warnings.append(
             f"environment changed during the run: {drift['changes_total']} identity key(s)"

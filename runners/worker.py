@@ -24,6 +24,13 @@ from runners.engines import EngineConfig, EngineError, load_engine
 WORKER_FORMAT = "prov-runner-worker/1"
 
 
+def _torch_facts() -> dict:
+    from runners.torchstate import torch_state
+
+    state = torch_state()
+    return {"torch": state} if state else {}
+
+
 def run(spec: str, model: str, tokens: Path, out: Path, block: int) -> dict:
     config = EngineConfig.parse(spec)
     ids = [int(x) for x in np.load(tokens)]
@@ -42,7 +49,8 @@ def run(spec: str, model: str, tokens: Path, out: Path, block: int) -> dict:
         "n_tokens": len(ids),
         "digests": result.digests,
         "head_digest": result.head_digest,
-        "runtime": {config.engine: result.runtime},
+        # torch's process-global flags as the run left them (a script may have changed them)
+        "runtime": {config.engine: result.runtime, **_torch_facts()},
         "notes": result.notes,
         "seconds": round(time.time() - started, 3),
         "pid": os.getpid(),

@@ -13,6 +13,7 @@ from provenance.redact import redact_value
 
 PREFIXES = (
     "CUDA_",
+    "ATEN_",  # ATEN_CPU_CAPABILITY picks torch's CPU kernel family
     "NCCL_",
     "TORCH_",
     "TORCHINDUCTOR_",

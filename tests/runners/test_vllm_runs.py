@@ -53,8 +53,9 @@ def test_vllm_vs_transformers_divergence(vllm_python, demo_model, tmp_path):
     assert p.returncode == 3  # two engines in two environments: refused until declared
     assert "engines.vllm.version" in p.stderr.strip().splitlines()[-1] or \
         "python.packages" in p.stderr.strip().splitlines()[-1]
+    # env: the vLLM worker runs with its own VLLM_*/HF_* settings and PYTHONPATH
     varies = ("--vary", "python.packages", "--vary", "engines", "--vary", "libs",
-              "--vary", "runtime")
+              "--vary", "runtime", "--vary", "env")
     p = _cli(vllm_python, tmp_path, "diverge", *common, *varies)
     assert p.returncode == 0, p.stderr[-3000:]
     s = json.loads(p.stdout)

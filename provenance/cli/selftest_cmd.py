@@ -1,0 +1,115 @@
+"""`prov selftest identity`: prov's identity checked against what really moves the numbers.
+
+A fixed workload runs under a matrix of perturbations, each alone against a baseline and
+each a recorded `prov exec` run; a row is *sound* when outputs and identity agree, a
+*missed cause* when the outputs changed but the identity did not, *noise* when a change
+that must not matter moved the identity. Exit 1 when any row is a missed cause or noise
+(or failed).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import typer
+
+from provenance.cli import app
+from provenance.errors import ProvError
+
+selftest_app = typer.Typer(help="prov checks itself.", no_args_is_help=True)
+app.add_typer(selftest_app, name="selftest")
+
+CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "prov" / "selftest"
+
+
+@selftest_app.command("identity")
+def identity(
+    gpu: bool = typer.Option(False, "--gpu", help="the GPU matrix (device cuda)"),
+    workdir: Path = typer.Option(None, help="runs, store and outputs (default: a new temp dir)"),
+    model: Path = typer.Option(None, help="demo model directory (default: built and cached)"),
+    alt_python: str = typer.Option(
+        None, help="interpreter of a second environment with another numpy (default: built "
+        "under ~/.cache/prov/selftest, needs PyPI; 'none' skips the row)"),
+    only: str = typer.Option(None, help="comma-separated row names to run"),
+    tokens: int = typer.Option(192, help="tokens of the demo text to score"),
+    out: Path = typer.Option(None, "--out", help="write the result JSON here"),
+    markdown: Path = typer.Option(None, help="write the Markdown table here"),
+    as_json: bool = typer.Option(False, "--json", help="print the result JSON"),
+) -> None:
+    """Run the identity perturbation matrix (CPU by default; --gpu on a CUDA machine)."""
+    from provenance.cli.output import console, print_json
+    from provenance.selftest import matrix, report
+    from provenance.selftest.identity import Runner, run_matrix
+
+    con = console(stderr=True)
+    device = "cpu"
+    if gpu:
+        count = _cuda_devices()
+        if count < 1:
+            raise ProvError("--gpu: torch sees no CUDA device")
+        rows, device = matrix.gpu_matrix(count), "cuda"
+    else:
+        rows = matrix.cpu_matrix()
+    if only:
+        wanted = {n.strip() for n in only.split(",") if n.strip()}
+        unknown = wanted - {r.name for r in rows}
+        if unknown:
+            raise ProvError(f"--only: unknown row(s): {', '.join(sorted(unknown))}")
+        rows = [r for r in rows if r.name in wanted]
+    if model is None:
+        from runners.demo.build import ensure
+
+        model = ensure(CACHE / "demo-model", steps=120)
+    if alt_python is None and any(r.special == "alt-python" for r in rows):
+        alt_python = _alt_python(con)
+    elif alt_python == "none":
+        alt_python = None
+    workdir = workdir or Path(tempfile.mkdtemp(prefix="prov-selftest-"))
+    runner = Runner(workdir, model, device=device, alt_python=alt_python, tokens=tokens,
+                    log=lambda name: con.print(f"[dim]run[/dim] {name}"))
+    result = run_matrix(runner, rows)
+    if out:
+        _write(out, json.dumps(result, indent=1, sort_keys=True) + "\n")
+    if markdown:
+        _write(markdown, report.markdown(result))
+    if as_json:
+        print_json(result)
+    else:
+        report.render(result, console())
+    bad = sum(result["counts"].get(k, 0) for k in ("missed cause", "noise", "failed"))
+    raise typer.Exit(1 if bad else 0)
+
+
+def _alt_python(con) -> str | None:
+    from provenance.selftest.altenv import ensure_alt_env
+
+    try:
+        return str(ensure_alt_env(CACHE / "alt-numpy"))
+    except Exception as exc:  # reported as a row that did not run, with the reason
+        con.print(f"[yellow]no second environment:[/yellow] {exc}")
+        return None
+
+
+def _cuda_devices() -> int:
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", "import torch; print(torch.cuda.device_count())"],
+                          capture_output=True, text=True)
+    try:
+        return int(proc.stdout.strip())
+    except ValueError:
+        return 0
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
