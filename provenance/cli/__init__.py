@@ -26,6 +26,7 @@ from provenance.cli import diff_cmd, lock_cmd, pin_cmd, snapshot_cmd, verify_cmd
 from provenance.cli import compare_cmd, exec_cmd, runs_cmd, store_cmd  # noqa: E402,F401
 from provenance.cli import demo_cmd, run_cmd  # noqa: E402,F401
 from provenance.cli import audit_cmd, publish_cmd, sbom_cmd  # noqa: E402,F401
+from provenance.cli import sweep_cmd  # noqa: E402,F401
 
 
 def main() -> None:
