@@ -5,6 +5,8 @@ Everything heavy (runners, numpy, ray) is imported inside the command.
 
 from __future__ import annotations
 
+import contextlib
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -162,7 +164,8 @@ def sweep(
         executor = LocalExecutor(str(store.root))
     progress = CellProgress(con, live=con.is_terminal and not as_json)
     try:
-        with progress:
+        # Ray's driver prints worker deaths etc. on sys.stdout: keep stdout for the result
+        with progress, contextlib.redirect_stdout(sys.stderr):
             outcome = run_sweep(sp, store, executor, progress.event, resume=not fresh)
     except (OSError, ValueError) as exc:
         raise ProvError(str(exc)) from None

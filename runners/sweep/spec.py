@@ -26,7 +26,7 @@ device = "cpu"
 num_cpus = 1
 num_gpus = 0
 
-[[resources.when]]               # extra resources for the cells that match (optional)
+[[resources.when]]               # resources of the cells that match, instead (optional)
 match = { dtype = "bfloat16" }
 resources = { odd_node = 1 }
 
@@ -86,12 +86,16 @@ class SweepSpec:
     path: Path | None = None
 
     def resources_for(self, cell: dict[str, Any]) -> dict[str, float]:
-        """Custom Ray resources of a cell: the defaults plus every matching rule."""
-        out = dict(self.resources)
+        """Custom Ray resources of a cell: those of every matching rule (merged in order),
+        or the defaults when no rule matches (a rule steers a cell *elsewhere*, so it
+        replaces the defaults rather than adding to them)."""
+        matched: dict[str, float] = {}
+        hit = False
         for rule in self.rules:
             if all(cell.get(k) == v for k, v in rule.match.items()):
-                out.update(rule.resources)
-        return out
+                matched.update(rule.resources)
+                hit = True
+        return matched if hit else dict(self.resources)
 
 
 def _table(doc: dict, key: str, where: str, required: bool = False) -> dict:
