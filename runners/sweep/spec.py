@@ -168,6 +168,14 @@ def parse_spec(text: str, where: str = "spec", base: Path | None = None) -> Swee
         if len(set(map(str, values))) != len(values):
             raise SpecError(f"{where} [axes].{name}: duplicate values")
         axes[name] = list(values)
+    options = _table(doc, "options", where)
+    clash = sorted(set(options) & set(axes))
+    if clash:
+        raise SpecError(f"{where} [options]: {', '.join(clash)} is also an axis")
+    # every cell must be a valid engine spec: check now, not on the third cell
+    for name, values in axes.items():
+        for v in values:
+            _engine_spec(engine, {**options, name: v}, f"{where} [axes].{name}")
     ref = _table(doc, "reference", where, required=True)
     if set(ref) != set(axes):
         missing = sorted(set(axes) - set(ref))
@@ -179,14 +187,6 @@ def parse_spec(text: str, where: str = "spec", base: Path | None = None) -> Swee
         if val not in axes[name]:
             raise SpecError(f"{where} [reference].{name}: {val!r} is not one of the axis "
                             f"values {axes[name]!r}")
-    options = _table(doc, "options", where)
-    clash = sorted(set(options) & set(axes))
-    if clash:
-        raise SpecError(f"{where} [options]: {', '.join(clash)} is also an axis")
-    # every cell must be a valid engine spec: check now, not on the third cell
-    for name, values in axes.items():
-        for v in values:
-            _engine_spec(engine, {**options, name: v}, f"{where} [axes].{name}")
     res_t = _table(doc, "resources", where)
     _unknown(res_t, RESOURCE_KEYS, f"{where} [resources]")
     rules = []
