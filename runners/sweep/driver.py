@@ -112,9 +112,13 @@ def run_sweep(spec: SweepSpec, store, executor, on_event: Event,
             continue
         shipped = None
         if "objects" in out:
-            res = import_objects(store, out.pop("objects"))
-            shipped = {"added": res.added, "deduplicated": res.present,
-                       "bytes_added": res.bytes_added}
+            t_merge = time.perf_counter()
+            items = out.pop("objects")
+            res = import_objects(store, items)
+            shipped = {"objects": len(items), "bytes": sum(len(b) for _, b in items),
+                       "added": res.added, "deduplicated": res.present,
+                       "bytes_added": res.bytes_added,
+                       "merge_seconds": round(time.perf_counter() - t_merge, 4)}
         doc = {"kind": CELL_KIND, "schema_version": 1, "sweep": spec.name,
                "spec_digest": spec.digest, "key": c.key, "label": c.label, "values": c.values,
                "engine": c.config.to_json(), "executor": executor.name,
@@ -141,7 +145,7 @@ def run_sweep(spec: SweepSpec, store, executor, on_event: Event,
             "manifest_digest": r.get("manifest_digest"), "attempts": r.get("attempts"),
             "failures": r.get("failures", []), "cell_object": r.get("cell_object")
             or _object_of(store, c.key), "verdict": r.get("verdict"),
-            "error": r.get("error"), "shipped": r.get("shipped"),
+            "error": r.get("error"), "shipped": r.get("shipped"), "seconds": r.get("seconds"),
         }
         if row["state"] == "complete" and ref_scores is not None and not c.is_reference:
             row["gate"] = gate_cell(store, ref_res["runs"][0], r["runs"][0], vary)

@@ -57,7 +57,7 @@ def _base_env(temp_dir: Path) -> dict[str, str]:
     return env
 
 
-def start(num_cpus: int = 1, odd_cpus: int = 1) -> RayCluster:
+def start(num_cpus: int = 1, odd_cpus: int = 1, odd_node: bool = True) -> RayCluster:
     # Ray's unix sockets live under the temp dir; keep its path short (108-byte limit)
     temp_dir = Path(tempfile.mkdtemp(prefix="prt", dir="/tmp"))
     env = _base_env(temp_dir)
@@ -72,11 +72,12 @@ def start(num_cpus: int = 1, odd_cpus: int = 1) -> RayCluster:
              "--include-dashboard=false", f"--num-cpus={num_cpus}",
              '--resources={"head_node": 4}', *common],
             env=env, check=True, capture_output=True, timeout=180)
-        subprocess.run(
-            [_ray_bin(), "start", f"--address={address}", f"--num-cpus={odd_cpus}",
-             '--resources={"odd_node": 4}', *common],
-            env={**env, **ODD_ENV}, check=True, capture_output=True, timeout=180)
-        _wait_nodes(address, env, 2)
+        if odd_node:
+            subprocess.run(
+                [_ray_bin(), "start", f"--address={address}", f"--num-cpus={odd_cpus}",
+                 '--resources={"odd_node": 4}', *common],
+                env={**env, **ODD_ENV}, check=True, capture_output=True, timeout=180)
+        _wait_nodes(address, env, 2 if odd_node else 1)
     except BaseException:
         cluster.stop()
         raise
