@@ -24,8 +24,7 @@ def _cell_task(p: dict[str, Any]) -> dict[str, Any]:
     from runners.sweep.cell import run_cell
 
     ctx = ray.get_runtime_context()
-    node = {"executor": "ray", "node_id": ctx.get_node_id(),
-            "node_ip": ray.util.get_node_ip_address()}
+    node = {"executor": "ray", "node_id": ctx.get_node_id()}
     return run_cell(p, None, node)
 
 
@@ -81,6 +80,11 @@ class RayExecutor:
                             yield p, {"error": msg, "failures": failures, "attempts": attempt}
                             continue
                     else:
+                        # the address the node joined the cluster with (not a guess from
+                        # the default route)
+                        addr = self._node_ips().get(out["node"].get("node_id"))
+                        if addr:
+                            out["node"]["node_ip"] = addr
                         yield p, {**out, "attempts": attempt, "failures": failures}
                         continue
                     on_event(p["cell_id"], "retrying", {"attempt": attempt + 1,
@@ -91,6 +95,12 @@ class RayExecutor:
             for ref in pending:  # ^C or an error: nothing left running on the cluster
                 with contextlib.suppress(Exception):  # best effort on the way out
                     ray.cancel(ref, force=True)
+
+    def _node_ips(self) -> dict[str, str]:
+        try:
+            return {n["NodeID"]: n["NodeManagerAddress"] for n in self.ray.nodes()}
+        except Exception:  # noqa: BLE001 - the address is a courtesy
+            return {}
 
     def close(self) -> None:
         self.ray.shutdown()

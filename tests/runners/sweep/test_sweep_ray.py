@@ -97,7 +97,7 @@ def test_heterogeneous_node_is_flagged(cluster, demo_model, tmp_path):
     for c in cells.values():  # every cell's runs came home, complete, with their objects
         assert len(c["runs"]) == 1
         assert store.get_run(c["runs"][0]).state == "complete"
-        assert c["node"]["executor"] == "ray"
+        assert c["node"]["executor"] == "ray" and c["node"]["node_ip"]
     odd = {cells[k]["node"]["node_id"] for k in cells if k.endswith("bfloat16")}
     head = {cells[k]["node"]["node_id"] for k in cells if k.endswith("float32")}
     assert len(odd) == 1 and len(head) == 1 and odd != head
