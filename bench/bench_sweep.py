@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -79,11 +80,19 @@ def main() -> None:
     ap.add_argument("--no-ray", action="store_true")
     args = ap.parse_args()
     from runners.demo.build import ensure
-    from runners.sweep import LocalExecutor
 
     cache = Path(os.environ.get("PROV_TEST_CACHE", Path.home() / ".cache" / "prov-tests"))
     model = ensure(cache / "demo-model", steps=120)
     root = Path(tempfile.mkdtemp(prefix="bench-sweep-"))
+    try:
+        _run(args, model, root)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _run(args, model: Path, root: Path) -> None:
+    from runners.sweep import LocalExecutor
+
     os.environ["PROV_NO_PYPROJECT"] = "1"
     spec = root / "spec.toml"
     spec.write_text(spec_text(model, args.tokens))
