@@ -28,6 +28,7 @@ from provenance.cli import demo_cmd, run_cmd, replay_cmd  # noqa: E402,F401
 from provenance.cli import audit_cmd, publish_cmd, sbom_cmd  # noqa: E402,F401
 from provenance.cli import report_cmd  # noqa: E402,F401
 from provenance.cli import selftest_cmd  # noqa: E402,F401
+from provenance.cli import sweep_cmd  # noqa: E402,F401
 
 
 def main() -> None:

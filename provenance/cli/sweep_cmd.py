@@ -1,0 +1,186 @@
+"""`prov sweep SPEC.toml [--ray ADDRESS]`: a matrix of engine runs under one gate.
+
+Everything heavy (runners, numpy, ray) is imported inside the command.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from provenance.cli import app
+from provenance.errors import ProvError
+
+STATE_STYLE = {"pending": "dim", "submitted": "cyan", "running": "cyan", "retrying": "yellow",
+               "done": "green", "skipped": "green", "failed": "red"}
+
+
+class CellProgress:
+    """One line per cell: state, node, attempt, time. A live table on a terminal, else one
+    printed line per event (logs and CI stay readable)."""
+
+    def __init__(self, con, live: bool) -> None:
+        self.con = con
+        self.rows: dict[str, dict[str, Any]] = {}
+        self.labels: dict[str, str] = {}
+        self.t0 = time.time()
+        self.live = None
+        if live:
+            from rich.live import Live
+
+            self.live = Live(self._table(), console=con, refresh_per_second=4, transient=False)
+
+    def _table(self):
+        from rich.table import Table
+
+        t = Table(title="cells", expand=False)
+        for col in ("cell", "state", "node", "attempt", "seconds"):
+            t.add_column(col)
+        for cid, r in self.rows.items():
+            st = r["state"]
+            t.add_row(self.labels[cid], f"[{STATE_STYLE.get(st, '')}]{st}[/]",
+                      str(r.get("node", "")), str(r.get("attempt", "")),
+                      str(r.get("seconds", "")))
+        return t
+
+    def event(self, cell_id: str, state: str, info: dict[str, Any]) -> None:
+        if info.get("label"):
+            self.labels[cell_id] = info["label"]
+        row = self.rows.setdefault(cell_id, {})
+        row["state"] = state
+        node = info.get("node")
+        if isinstance(node, dict):
+            node = node.get("node_ip") or node.get("hostname")
+            if isinstance(info.get("node"), dict) and info["node"].get("node_id"):
+                node = f"{node} {info['node']['node_id'][:8]}"
+        if node:
+            row["node"] = node
+        for k in ("attempt", "seconds"):
+            if k in info:
+                row[k] = info[k]
+        if "attempts" in info:
+            row["attempt"] = info["attempts"]
+        if self.live is not None:
+            self.live.update(self._table())
+        else:
+            extra = f" on {row['node']}" if row.get("node") else ""
+            err = f": {info['error']}" if info.get("error") else ""
+            self.con.print(f"[{time.time() - self.t0:6.1f}s] {self.labels.get(cell_id, cell_id)}"
+                           f" {state}{extra}{err}", markup=False, highlight=False)
+
+    def __enter__(self):
+        if self.live is not None:
+            self.live.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.live is not None:
+            self.live.__exit__(*exc)
+
+
+def _fmt(x: float | None, pct: bool = False) -> str:
+    if x is None:
+        return "-"
+    return f"{100 * x:.2f}%" if pct else f"{x:.2e}"
+
+
+def render_matrix(record: dict[str, Any], con) -> None:
+    from rich.table import Table
+
+    t = Table(title=f"sweep {record['name']}: every cell vs reference {record['reference']}")
+    for axis in record["axes"]:
+        t.add_column(axis)
+    for col in ("node", "runs", "gate", "top-1 agree", "mean KL(ref‖cell)", "max KL",
+                "repeats"):
+        t.add_column(col)
+    for row in record["cells"]:
+        g = row.get("gate") or {}
+        gate = {"reference": "[bold]reference[/]", "passed": "[green]passed[/]"}.get(
+            g.get("gate", ""), "")
+        if g.get("gate") == "flagged":
+            gate = "[red]FLAGGED[/] " + ", ".join(
+                f"{k}: {v['reference']!r}→{v['cell']!r}" for k, v in g["differing"].items())
+        if row["state"] == "failed":
+            gate = f"[red]failed[/] {row.get('error', '')}"[:200]
+        node = row.get("node") or {}
+        where = node.get("node_ip") or node.get("hostname") or ""
+        if node.get("node_id"):
+            where += f" {node['node_id'][:8]}"
+        s = row.get("summary") or {}
+        verdict = (row.get("verdict") or {}).get("verdict", "-")
+        runs = str(len(row.get("runs") or []))
+        if row.get("reused"):
+            runs += " (resumed)"
+        if (row.get("attempts") or 1) > 1:
+            runs += f" ({row['attempts']} attempts)"
+        t.add_row(*(str(row["values"][a]) for a in record["axes"]), where, runs, gate,
+                  "ref" if row["reference"] else _fmt(s.get("top1_agreement"), pct=True),
+                  "ref" if row["reference"] else _fmt(s.get("kl_ref_cand_mean")),
+                  "ref" if row["reference"] else _fmt(s.get("kl_ref_cand_max")), verdict)
+    con.print(t)
+
+
+@app.command()
+def sweep(
+    spec: Path = typer.Argument(..., help="Sweep spec (TOML): model, text, axes, reference."),
+    ray: str = typer.Option(None, "--ray", help="Run each cell as a Ray task on the cluster "
+                            "at ADDRESS (host:port or 'auto'); default: this machine."),
+    as_json: bool = typer.Option(False, "--json", help="Print the sweep record as JSON."),
+    fresh: bool = typer.Option(False, "--fresh", help="Run every cell, even finished ones."),
+) -> None:
+    """Run a sweep: every cell recorded, gated against the reference cell, compared.
+
+    Exit 0: every cell ran and passed the gate; 3: some cell was flagged by the gate (it ran
+    in an environment differing in more than the swept keys); 1: some cell failed.
+    """
+    from provenance.cli.output import console, print_json
+    from provenance.store import open_store
+    from runners.sweep import LocalExecutor, SpecError, load_spec, ray_executor, run_sweep
+
+    try:
+        sp = load_spec(spec)
+    except SpecError as exc:
+        raise ProvError(str(exc), 2) from None
+    if not (sp.model / "config.json").is_file():
+        raise ProvError(f"{sp.model}: not a model directory (no config.json)", 2)
+    if not sp.text.is_file():
+        raise ProvError(f"{sp.text}: no such text file", 2)
+    store = open_store()
+    con = console(stderr=as_json)
+    if ray:
+        try:
+            executor = ray_executor(ray)
+        except SpecError as exc:
+            raise ProvError(str(exc), 2) from None
+        except Exception as exc:  # ray's own connection errors
+            raise ProvError(f"--ray {ray}: cannot connect ({type(exc).__name__}: "
+                            f"{str(exc)[:300]})") from None
+    else:
+        executor = LocalExecutor(str(store.root))
+    progress = CellProgress(con, live=con.is_terminal and not as_json)
+    try:
+        # Ray's driver prints worker deaths etc. on sys.stdout: keep stdout for the result
+        with progress, contextlib.redirect_stdout(sys.stderr):
+            outcome = run_sweep(sp, store, executor, progress.event, resume=not fresh)
+    except (OSError, ValueError) as exc:
+        raise ProvError(str(exc)) from None
+    finally:
+        executor.close()
+    if as_json:
+        print_json({**outcome.record, "record": outcome.digest})
+    else:
+        render_matrix(outcome.record, con)
+        con.print(f"sweep record {outcome.digest}")
+    if outcome.failed:
+        raise typer.Exit(1)
+    if outcome.flagged:
+        if not as_json:
+            con.print(f"[red]{len(outcome.flagged)} cell(s) flagged by the gate: kept out of "
+                      "the comparison[/]")
+        raise typer.Exit(3)
+

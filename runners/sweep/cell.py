@@ -1,0 +1,127 @@
+"""Run one cell where it lands: `repeats` engine runs under the `prov exec` supervisor.
+
+On the driver's machine (local executor) the runs go straight into the driver's store. On a
+Ray node they go into a private store of the cell's own; its objects (the runs' record
+chains, manifests, logs, output trees and the scores) are then returned for the driver to
+merge (`provenance.store.merge`), and the private store is removed. A store left behind by
+an attempt whose worker died is removed by the next attempt on that node.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import socket
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from runners.engines import EngineConfig
+from runners.execute import execute
+from runners.fingerprint import model_digest
+from runners.launch import supervised
+from runners.prepare import Prepared
+from runners.repeat import compare_runs
+
+CELL_DIR_PREFIX = "prov-sweep-cell-"
+
+
+class CellError(RuntimeError):
+    """A cell that cannot run here (wrong model on this node, ...): not worth a retry."""
+
+
+def payload(cell, spec, prep, cwd: Path) -> dict[str, Any]:
+    """Everything a node needs, as plain picklable data."""
+    return {
+        "cell_id": cell.cell_id, "key": cell.key, "label": cell.label,
+        "engine_spec": cell.config.spec, "options": dict(cell.config.options),
+        "engine": cell.config.engine, "model": str(Path(spec.model).resolve()),
+        "ids": np.asarray(prep.ids, dtype=np.int64), "model_digest": prep.model_digest,
+        "tokenizer_digest": prep.tokenizer_digest, "text_digest": prep.text_digest,
+        "tokens_total": prep.truncated_from, "block": spec.block, "repeats": spec.repeats,
+        "sweep": spec.name, "cwd": str(cwd),
+    }
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _clean_stale(base: Path) -> None:
+    """Remove cell directories of attempts whose process is gone (a killed worker's)."""
+    for d in base.glob(CELL_DIR_PREFIX + "*"):
+        try:
+            pid = int(d.name[len(CELL_DIR_PREFIX):].split("-")[0])
+        except ValueError:
+            continue
+        if not _pid_alive(pid):
+            shutil.rmtree(d, ignore_errors=True)
+
+
+def run_cell(p: dict[str, Any], store_root: str | None = None,
+             node: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Run the cell; with `store_root` None, into a private store whose objects are returned
+    under `objects` as (digest, bytes) pairs."""
+    from provenance.store import open_store
+    from provenance.store.merge import export_objects, run_closure
+
+    t0 = time.time()
+    ship = store_root is None
+    base = Path(tempfile.gettempdir())
+    _clean_stale(base)
+    tmp = Path(tempfile.mkdtemp(prefix=f"{CELL_DIR_PREFIX}{os.getpid()}-", dir=base))
+    try:
+        store = open_store(tmp / "store" if ship else store_root)
+        here = model_digest(Path(p["model"]))
+        if here != p["model_digest"]:
+            raise CellError(f"cell {p['label']}: the model at {p['model']} on "
+                            f"{socket.gethostname()} has digest {here}, the sweep's is "
+                            f"{p['model_digest']}")
+        prep = Prepared(Path(p["model"]), "", p["ids"], [], p["tokens_total"],
+                        p["model_digest"], p["tokenizer_digest"], p["text_digest"])
+        config = EngineConfig(p["engine"], tuple(sorted(p["options"].items())))
+        cwd = p["cwd"] if os.path.isdir(p["cwd"]) else str(tmp)
+        launcher = supervised(store=store)
+        runs = []
+        old = os.getcwd()
+        os.chdir(cwd)  # the runs record the project's git state, as `prov run` does
+        try:
+            for i in range(p["repeats"]):
+                runs.append(execute(config, prep, tmp / "work", f"sweep-{p['cell_id']}-r{i}",
+                                    p["block"], launcher))
+        finally:
+            os.chdir(old)
+        verdict = compare_runs(runs, p["block"]) if len(runs) > 1 else \
+            {"verdict": "not run (1 repeat)"}
+        scores = store.put_bytes(
+            (tmp / "work" / f"sweep-{p['cell_id']}-r0" / "scores.npz").read_bytes(),
+            "sweep.scores")
+        infos = [store.get_run(r.run_id) for r in runs]
+        out: dict[str, Any] = {
+            "cell_id": p["cell_id"], "key": p["key"], "label": p["label"],
+            "node": {"hostname": socket.gethostname(), "pid": os.getpid(), **(node or {})},
+            "runs": [i.run_id for i in infos],
+            "records": [i.record_digest for i in infos],
+            "manifest_digest": infos[0].manifest_digest,
+            "snapshot_digest": store.manifest_object(infos[0].record["manifest"]).digest(),
+            "scores": scores, "verdict": verdict,
+            "seconds": round(time.time() - t0, 3),
+        }
+        if ship:
+            digests = [d for i in infos for d in run_closure(store, i.run_id)] + [scores]
+            out["objects"] = export_objects(store, digests)
+            store.close()
+        return out
+    finally:
+        with contextlib.suppress(OSError):
+            shutil.rmtree(tmp)

@@ -1,0 +1,49 @@
+"""The embedded executor: cells one after another on this machine, into the driver's store."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from runners.launch import LaunchError
+from runners.sweep.cell import CellError, run_cell
+
+Event = Callable[[str, str, dict[str, Any]], None]  # (cell id, state, details)
+
+
+class LocalExecutor:
+    name = "local"
+
+    def __init__(self, store_root: str) -> None:
+        self.store_root = store_root
+
+    def _attempts(self, p: dict[str, Any], retries: int, on_event: Event) -> dict[str, Any]:
+        failures: list[str] = []
+        for attempt in range(1, retries + 2):
+            on_event(p["cell_id"], "running", {"node": socket.gethostname(), "attempt": attempt})
+            try:
+                out = run_cell(p, self.store_root, {"executor": "local"})
+            except CellError as exc:  # would fail the same way again
+                failures.append(f"attempt {attempt}: {exc}")
+                break
+            except (LaunchError, OSError) as exc:
+                # In the main thread the supervisor forwards ^C to the worker, which dies of
+                # it (130): that is the user interrupting the sweep, not a cell to retry.
+                if isinstance(exc, LaunchError) and " exited 130:" in str(exc):
+                    raise KeyboardInterrupt(str(exc)) from None
+                failures.append(f"attempt {attempt}: {exc}")
+                on_event(p["cell_id"], "retrying", {"error": str(exc)})
+                continue
+            return {**out, "attempts": attempt, "failures": failures}
+        return {"error": failures[-1], "failures": failures, "attempts": len(failures)}
+
+    def run(self, payloads: list[dict[str, Any]], retries: int, on_event: Event,
+            resources: dict[str, dict[str, Any]] | None = None
+            ) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
+        """Yield (payload, outcome) per cell; an outcome with `error` failed every attempt."""
+        for p in payloads:
+            yield p, self._attempts(p, retries, on_event)
+
+    def close(self) -> None:
+        pass

@@ -1,0 +1,102 @@
+"""`prov sweep` with the embedded executor: ^C mid-sweep, then resume without re-running
+finished cells; the store passes `prov store fsck`; the matrix table is printed."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+PROV = str(Path(sys.executable).with_name("prov"))
+
+
+def _spec(tmp: Path, model: Path) -> Path:
+    spec = tmp / "spec.toml"
+    spec.write_text(f"""
+[sweep]
+name = "local-test"
+engine = "transformers"
+model = "{model}"
+text = "{model / 'eval.txt'}"
+max_tokens = 64
+block = 16
+repeats = 1
+[axes]
+attn = ["eager", "sdpa"]
+dtype = ["float32", "bfloat16"]
+[reference]
+attn = "eager"
+dtype = "float32"
+""")
+    return spec
+
+
+def _journal(tmp: Path) -> list[dict]:
+    p = tmp / "store" / "sweeps" / "cells.jsonl"
+    return [json.loads(x) for x in p.read_text().splitlines()] if p.exists() else []
+
+
+def test_interrupted_sweep_resumes_without_rerunning_finished_cells(demo_model, tmp_path):
+    from provenance.store import open_store
+
+    spec = _spec(tmp_path, demo_model)
+    env = {**os.environ, "PROV_STORE": str(tmp_path / "store"), "PROV_NO_PYPROJECT": "1",
+           "COLUMNS": "250"}
+    proc = subprocess.Popen([PROV, "sweep", str(spec)], cwd=tmp_path, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.time() + 300
+        while len(_journal(tmp_path)) < 2 and time.time() < deadline and proc.poll() is None:
+            time.sleep(0.2)
+        assert len(_journal(tmp_path)) == 2, "two cells never finished"
+        proc.send_signal(signal.SIGINT)  # ^C while the third cell runs
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, err[-2000:]
+    finished = {e["key"]: e for e in _journal(tmp_path)}
+    assert 2 <= len(finished) < 4
+    store = open_store(tmp_path / "store")
+    journaled_runs = {r for e in finished.values() for r in store.get_json(e["object"])["runs"]}
+    before = {r.run_id for r in store.list_runs()}
+    # a run the ^C caught after it finished but before its cell was journaled stays in the
+    # store as a run of its own; the cell itself runs again
+    complete_before = {r.run_id for r in store.list_runs() if r.state == "complete"}
+    assert journaled_runs <= complete_before
+    fsck = subprocess.run([PROV, "store", "fsck", "--json"], env=env, capture_output=True,
+                          text=True)
+    assert fsck.returncode == 0 and json.loads(fsck.stdout)["ok"], fsck.stdout
+
+    again = subprocess.run([PROV, "sweep", str(spec), "--json"], cwd=tmp_path, env=env,
+                           capture_output=True, text=True, timeout=400)
+    assert again.returncode == 0, again.stderr[-2000:]
+    rec = json.loads(again.stdout)
+    reused = [c for c in rec["cells"] if c["reused"]]
+    assert {c["key"] for c in reused} == set(finished)
+    assert {r for c in reused for r in c["runs"]} == journaled_runs  # the same runs
+    fresh = [r for c in rec["cells"] if not c["reused"] for r in c["runs"]]
+    assert len(fresh) == 4 - len(finished) and not set(fresh) & before  # only these ran
+    complete = {r.run_id for r in store.list_runs() if r.state == "complete"}
+    assert complete == complete_before | set(fresh)
+    assert all(c["state"] == "complete" for c in rec["cells"])
+    assert rec["cells"][0]["reference"] and rec["cells"][0]["gate"] == {"gate": "reference"}
+    by = {c["label"]: c for c in rec["cells"]}
+    assert by["attn=sdpa,dtype=float32"]["summary"]["top1_agreement"] == 1.0
+    assert by["attn=sdpa,dtype=bfloat16"]["gate"]["gate"] == "passed"
+    fsck = subprocess.run([PROV, "store", "fsck", "--json"], env=env, capture_output=True,
+                          text=True)
+    assert fsck.returncode == 0 and json.loads(fsck.stdout)["ok"]
+
+    # a third time: nothing runs, and the matrix table shows every cell
+    table = subprocess.run([PROV, "sweep", str(spec)], cwd=tmp_path, env=env,
+                           capture_output=True, text=True, timeout=120)
+    assert table.returncode == 0, table.stderr
+    assert "top-1 agree" in table.stdout and "reference" in table.stdout
+    assert table.stdout.count("(resumed)") == 4
+    assert {r.run_id for r in store.list_runs() if r.state == "complete"} == complete
