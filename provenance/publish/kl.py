@@ -15,17 +15,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-ITEMS = (
-    "reference_checkpoint",
-    "runtime_environment",
-    "evaluation_text",
-    "calibration_data",
-    "context_lengths",
-    "sampled_positions",
-    "kl_direction",
-    "vocabulary_truncation",
-    "aggregation",
-)
+# The nine items are defined once, by the runners that produce the cards.
+from runners.disclosure import ITEMS  # noqa: E402
+
 _DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
 _DIRECTION = re.compile(r"^KL\(\s*\S+\s*\|\|\s*\S+\s*\)$")
 
