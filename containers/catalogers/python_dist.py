@@ -26,7 +26,13 @@ def normalize_name(name: str) -> str:
 
 
 def record_rows(text: str) -> list[list[str]]:
-    """The CSV rows of a RECORD file (blank rows dropped)."""
+    """The CSV rows of a RECORD file (blank rows dropped).
+
+    Without a quote character no CSV field can hold a comma, so a plain split gives exactly
+    what csv.reader would, at half the cost (torch's RECORD has ~15,000 rows).
+    """
+    if '"' not in text:
+        return [line.split(",") for line in text.splitlines() if line]
     return [row for row in csv.reader(io.StringIO(text)) if row]
 
 
@@ -50,17 +56,18 @@ def content_fingerprint(rows: list) -> str:
     interpreter path). Two installs of the same wheel into different venvs agree.
     """
     kept = []
+    append = kept.append
     for row in rows:
         if len(row) < 2 or not row[1]:
             continue
         path = row[0]
         if path.endswith(".pyc") or "__pycache__" in path:
             continue
-        if path.startswith("..") and ("/bin/" in path or "/Scripts/" in path):
+        if path[:2] == ".." and ("/bin/" in path or "/Scripts/" in path):
             continue
-        if path.rsplit("/", 1)[-1] in _INSTALLER_FILES and ".dist-info/" in path:
+        if ".dist-info/" in path and path.rsplit("/", 1)[-1] in _INSTALLER_FILES:
             continue
-        kept.append(f"{path},{row[1]}")
+        append(path + "," + row[1])
     kept.sort()
     return "sha256:" + hashlib.sha256("\n".join(kept).encode("utf-8")).hexdigest()
 

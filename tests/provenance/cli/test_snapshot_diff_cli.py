@@ -125,3 +125,13 @@ def test_written_files_get_normal_permissions(tmp_path):
     out = tmp_path / "m.toml"
     sample().write(out)
     assert stat.S_IMODE(out.stat().st_mode) == 0o666 & ~umask  # not mkstemp's private 0600
+
+
+def test_every_command_has_working_help_when_loaded_alone():
+    """`prov NAME` loads only NAME's modules; each must register and render its help."""
+    from provenance.cli import COMMAND_MODULES
+
+    for name in COMMAND_MODULES:
+        p = run_prov(name, "--help")
+        assert p.returncode == 0, (name, p.stderr)
+        assert "Usage: prov " + name in p.stdout.replace("\n", " ") or name in p.stdout
