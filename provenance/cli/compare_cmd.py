@@ -10,31 +10,9 @@ REFUSED = 3
 
 
 def render_changes(title: str, changes, con) -> None:
-    """Grouped by section; keys are never truncated (folded on a narrow terminal)."""
-    from itertools import groupby
+    from provenance.cli.output import change_table
 
-    from rich.table import Table
-
-    from provenance.cli.output import short
-
-    table = Table(title=title, title_justify="left")
-    table.add_column("section", style="bold", no_wrap=True)
-    longest = max((len(c.key) for c in changes), default=10)
-    table.add_column("key", overflow="fold", min_width=min(longest, 70))
-    table.add_column("", justify="center", no_wrap=True)
-    table.add_column("A", overflow="fold")
-    table.add_column("B", overflow="fold")
-    marks = {
-        "added": "[green]+[/green]",
-        "removed": "[red]-[/red]",
-        "changed": "[yellow]~[/yellow]",
-    }
-    for section, group in groupby(changes, key=lambda c: c.section):
-        for i, c in enumerate(group):
-            a = "(absent)" if c.change == "added" else short(c.a, 40)
-            b = "(absent)" if c.change == "removed" else short(c.b, 40)
-            table.add_row(section if i == 0 else "", c.key, marks[c.change], a, b)
-    con.print(table)
+    change_table(title, changes, con)
 
 
 def _render(result, a, b, con) -> None:

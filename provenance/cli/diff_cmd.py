@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from itertools import groupby
 from typing import TYPE_CHECKING
 
 import typer
@@ -14,27 +13,9 @@ if TYPE_CHECKING:  # imported inside the command so `prov --help` stays fast
 
 
 def render_changes(title: str, changes: list[Change], con) -> None:
-    from rich.table import Table
+    from provenance.cli.output import change_table
 
-    from provenance.cli.output import short
-
-    table = Table(title=title, title_justify="left", show_lines=False, expand=False)
-    table.add_column("section", style="bold")
-    table.add_column("key")
-    table.add_column("", justify="center")
-    table.add_column("A", overflow="fold")
-    table.add_column("B", overflow="fold")
-    marks = {
-        "added": "[green]+[/green]",
-        "removed": "[red]-[/red]",
-        "changed": "[yellow]~[/yellow]",
-    }
-    for section, group in groupby(changes, key=lambda c: c.section):
-        for i, c in enumerate(group):
-            a = "" if c.change == "added" else short(c.a)
-            b = "" if c.change == "removed" else short(c.b)
-            table.add_row(section if i == 0 else "", c.key, marks[c.change], a, b)
-    con.print(table)
+    change_table(title, changes, con)
 
 
 def render_diff(d: ManifestDiff, con) -> None:
