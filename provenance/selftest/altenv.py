@@ -31,24 +31,33 @@ def ensure_alt_env(directory: Path) -> Path:
     python = directory / "bin" / "python"
     marker = directory / "prov-selftest-numpy"
     if python.exists() and marker.is_file() and marker.read_text().strip() == want:
+        # the cache outlives checkouts: point it at the environment running now, every time
+        _link_base(_purelib(directory))
         return python
     tmp = directory.with_name(directory.name + f".tmp-{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     # symlinks: the venv's python is the base interpreter, as in a normal venv
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp)], check=True,
                    capture_output=True)
-    site = Path(sysconfig.get_paths(vars={"base": str(tmp), "platbase": str(tmp)})["purelib"])
+    site = _purelib(tmp)
     proc = subprocess.run(
         [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(site),
          f"numpy=={want}"], capture_output=True, text=True)
     if proc.returncode != 0:
         shutil.rmtree(tmp, ignore_errors=True)
         raise RuntimeError(f"pip install numpy=={want} failed: {proc.stderr.strip()[-400:]}")
-    ours = sysconfig.get_paths()["purelib"]
-    # processed at start-up: our site-packages (with its own .pth files) after the venv's
-    (site / "zz_prov_selftest_base.pth").write_text(
-        f"import site; site.addsitedir({ours!r})\n")
+    _link_base(site)
     (tmp / "prov-selftest-numpy").write_text(want + "\n")
     shutil.rmtree(directory, ignore_errors=True)
     os.replace(tmp, directory)
     return python
+
+
+def _purelib(venv: Path) -> Path:
+    return Path(sysconfig.get_paths(vars={"base": str(venv), "platbase": str(venv)})["purelib"])
+
+
+def _link_base(site: Path) -> None:
+    """Processed at start-up: our site-packages (with its .pth files) after the venv's own."""
+    ours = sysconfig.get_paths()["purelib"]
+    (site / "zz_prov_selftest_base.pth").write_text(f"import site; site.addsitedir({ours!r})\n")
