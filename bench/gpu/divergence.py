@@ -153,8 +153,8 @@ def pairs(work: Path, results: Path, backends: list[str], model: Path, tokens: i
 
 
 def table(results: Path) -> str:
-    lines = ["| backend | repeat (2 processes) | first differing layer/block | runtime kernel |",
-             "|---|---|---|---|"]
+    lines = ["| backend | tokens | repeat (2 processes) | layers x blocks | first differing "
+             "layer/block | runtime kernel |", "|---|---|---|---|---|---|"]
     for d in sorted(results.glob("repeat-*")):
         try:
             r = json.loads((d / "result.json").read_text())
@@ -164,7 +164,9 @@ def table(results: Path) -> str:
         rt = r["runtime"].get("transformers", {}).get("attention_backend", {})
         kern = rt.get("sdpa_kernel", {}).get("resolved", rt.get("resolved"))
         where = f"{s.get('layer')} / {s.get('block')}" if s["verdict"] != "bit-identical" else "-"
-        lines.append(f"| {d.name[7:]} | {s['verdict']} | {where} | {kern} |")
+        grid = f"{s.get('layers')} x {s.get('blocks')}"
+        lines.append(f"| {d.name[7:]} | {r.get('positions', {}).get('n_tokens')} "
+                     f"| {s['verdict']} | {grid} | {where} | {kern} |")
     pf = results / "pairs.json"
     if pf.is_file():
         doc = json.loads(pf.read_text())

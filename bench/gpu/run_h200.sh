@@ -5,12 +5,17 @@
 #   (c) the analysis bench (bench/bench_gpu_analysis.py) at 16,384 x 151,936;
 #   (b) backend divergence at 16k tokens: prov run repeat per SDPA kernel and eager, then
 #       every pair through the gate (--vary attention-backend) and the diverge analysis.
+# STEPS (comma list, default manifest,tests,bench,divergence) picks the steps:
+#   manifest (a); tests: tests/runners/test_fused.py with the compiled kernels on the GPU;
+#   bench (c); longest: bench/gpu/longest_context.py, the longest context each backend fits
+#   in one forward pass; divergence (b).
 # Results go to $OUT (at most 8 files come back): log.txt, manifest.{txt,json},
-# bench.{txt,json}, divergence.{txt,json}, summary.json.
+# bench.{txt,json}, longest.json, divergence.{txt,json}, summary.json.
 #
 # DRY_RUN_CPU=1 runs every step on CPU with tiny shapes (TRITON_INTERPRET=1), to test this
 # script here. Knobs: PY, WHL_DIR (.whl), BUDGET_S (total seconds, 480), DIV_LAYERS (28),
-# DIV_VOCAB (8192), DIV_TOKENS (16384), BACKENDS.
+# DIV_VOCAB (8192), DIV_TOKENS (16384), BACKENDS, TOKENS_FOR ("eager=24576,math=32768":
+# per-backend token counts for the repeats; pairs use only backends at DIV_TOKENS).
 set -u
 START=$(date +%s)
 OUT=${OUT:-/tmp/prov-gpu-out}
@@ -19,6 +24,8 @@ exec > >(tee -a "$OUT/log.txt") 2>&1
 export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 \
   NVSHMEM_DISABLE_NVLS=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 PY=${PY:-python3}
+STEPS=${STEPS:-manifest,tests,bench,divergence}
+want() { case ",$STEPS," in *",$1,"*) return 0;; *) return 1;; esac; }
 BUDGET_S=${BUDGET_S:-480}
 W=${WORK:-/tmp/prov-gpu-work}
 rm -rf "$W" && mkdir -p "$W"
@@ -48,13 +55,22 @@ if [ "${DRY_RUN_CPU:-0}" = 1 ]; then
   BUILD_ARGS="--layers 2 --hidden 64 --vocab 512 --tokens 256"
   TOKENS=256
   BACKENDS=${BACKENDS:-flash,math,eager}
+  LONG_ARGS="--layers 2 --lengths 64,128 --backends flash,math,eager"
 else
   DEV=cuda
   BENCH_ARGS="--repeat 5"
   BUILD_ARGS="--layers ${DIV_LAYERS:-28} --vocab ${DIV_VOCAB:-8192} --tokens ${DIV_TOKENS:-16384}"
   TOKENS=${DIV_TOKENS:-16384}
   BACKENDS=${BACKENDS:-flash,cudnn,efficient,math,eager}
+  LONG_ARGS=${LONG_ARGS:-}
 fi
+R=$W/results
+# tokens of backend $1's repeat: its TOKENS_FOR entry, else $TOKENS
+tokens_for() {
+  local kv spec=${TOKENS_FOR:-}
+  for kv in ${spec//,/ }; do [ "${kv%%=*}" = "$1" ] && { echo "${kv#*=}"; return; }; done
+  echo "$TOKENS"
+}
 
 step "environment"
 $PY -c 'import sys, torch, transformers; print(sys.version.split()[0], torch.__version__,
@@ -62,6 +78,7 @@ $PY -c 'import sys, torch, transformers; print(sys.version.split()[0], torch.__v
 nvidia-smi --query-gpu=name,driver_version,ecc.mode.current,mig.mode.current,clocks.sm \
   --format=csv 2>/dev/null || true
 
+if want manifest; then
 step "(a) prov snapshot"
 timeout 90 prov snapshot --out "$W/snapshot.json" --format json && echo "snapshot ok"
 step "(a) prov exec of a CUDA workload (cuBLAS, cuDNN, NCCL)"
@@ -76,32 +93,54 @@ $PY bench/gpu/gpu_manifest.py "$W/snapshot.json" "$W/record.json" "$W/workload.j
   "$W/collect_env.txt" "$OUT/manifest.json" > "$OUT/manifest.txt" 2>&1
 cat "$OUT/manifest.txt"
 
+fi
+
+if want tests; then
+  step "kernel tests on the GPU (tests/runners/test_fused.py, compiled kernels)"
+  PROV_FUSED_DEVICE=$DEV timeout 300 $PY -m pytest -q -p no:cacheprovider -o addopts="" \
+    tests/runners/test_fused.py 2>&1 | tail -15
+fi
+
+if want bench; then
 step "(c) analysis bench"
 timeout 200 $PY bench/bench_gpu_analysis.py $BENCH_ARGS --json "$OUT/bench.json" \
   > "$OUT/bench.txt" 2>&1
 echo "bench exit $?"
 cat "$OUT/bench.txt"
 
+fi
+
+if want longest; then
+  step "longest context per backend (one forward pass each)"
+  timeout 300 $PY bench/gpu/longest_context.py --device $DEV $LONG_ARGS --json "$OUT/longest.json"
+  echo "longest exit $?"
+fi
+
+if want divergence; then
 step "(b) divergence: model"
 MODEL=$W/model
 timeout 180 $PY bench/gpu/divergence.py build "$MODEL" $BUILD_ARGS
-R=$W/results
 mkdir -p "$R"
+PAIR_BACKENDS=""
 for b in ${BACKENDS//,/ }; do
+  TOK=$(tokens_for "$b")
+  [ "$TOK" = "$TOKENS" ] && PAIR_BACKENDS="$PAIR_BACKENDS${PAIR_BACKENDS:+,}$b"
   if [ "$(left)" -lt 90 ]; then echo "skip repeat $b: $(left)s left"; continue; fi
   SPEC=$($PY bench/gpu/divergence.py specs --device $DEV $b | cut -d' ' -f2)
-  step "(b) prov run repeat $b: $SPEC"
+  step "(b) prov run repeat $b at $TOK tokens: $SPEC"
   timeout $(( $(left) - 60 )) prov run repeat --engine "$SPEC" --model "$MODEL" \
-    --text "$MODEL/eval.txt" --n 2 --max-tokens "$TOKENS" --workdir "$W/work/$b" \
+    --text "$MODEL/eval.txt" --n 2 --max-tokens "$TOK" --workdir "$W/work/$b" \
     --out "$R/repeat-$b" --json
   echo "repeat $b exit $?"
 done
 step "(b) pairs through the gate"
 timeout $(( $(left) > 30 ? $(left) : 30 )) $PY bench/gpu/divergence.py pairs --work "$W/work" \
-  --results "$R" --model "$MODEL" --backends "$BACKENDS" --tokens "$TOKENS" \
+  --results "$R" --model "$MODEL" --backends "$PAIR_BACKENDS" --tokens "$TOKENS" \
   --budget $(( $(left) - 40 ))
 $PY bench/gpu/divergence.py table --results "$R" > "$OUT/divergence.txt" 2>&1
 cat "$OUT/divergence.txt"
+
+fi
 
 step "summary"
 $PY - "$OUT" "$R" <<'PYEOF'
@@ -121,8 +160,10 @@ div = {"repeats": {d.name: {k: load(d / "result.json").get(k) for k in
 (out / "divergence.json").write_text(json.dumps(div, indent=1, default=str))
 bench = load(out / "bench.json")
 man = load(out / "manifest.json")
+longest = load(out / "longest.json")
 summary = {"bench": {k: bench.get(k) for k in ("device_name", "forward_s", "fused_best",
                                                "check", "ratios")},
+           "longest": {k: v.get("longest") for k, v in (longest.get("backends") or {}).items()},
            "manifest_gpu": man.get("gpu_manifest"), "in_process": man.get("in_process"),
            "repeat_verdicts": {k: (v.get("summary") or {}).get("verdict")
                                for k, v in div["repeats"].items()},

@@ -31,24 +31,28 @@ def _raw(t) -> np.ndarray:
 
 
 def _digest_fn(device: str, notes: list[str]):
-    """Per-block digests: sha256 of the host bytes on CPU; on a GPU the splitmix128 Triton
-    kernel (runners/gpu/digest.py), so hidden states never travel to the host. Should the
-    kernel fail, the host computes the same algorithm (same digests) and a note says so."""
+    """Per-block digests of named tensors: sha256 of the host bytes on CPU; on a GPU the
+    splitmix128 Triton kernel (runners/gpu/digest.py), one launch for every tensor, so
+    hidden states never travel to the host. Should the kernel fail, the host computes the
+    same algorithm (same digests) and a note says so."""
     if not str(device).startswith("cuda"):
-        return (lambda t, block: block_digests(_raw(t), block)), "sha256"
-    from runners.gpu.digest import ALGO, digest_numpy, digest_triton
+        def on_host(named: dict, block: int) -> dict[str, list[str]]:
+            return {k: block_digests(_raw(t), block) for k, t in named.items()}
 
-    def digest(t, block: int) -> list[str]:
+        return on_host, "sha256"
+    from runners.gpu.digest import ALGO, digest_many, digest_numpy
+
+    def on_gpu(named: dict, block: int) -> dict[str, list[str]]:
         try:
-            return digest_triton(t, block)
+            return dict(zip(named, digest_many(list(named.values()), block), strict=True))
         except Exception as exc:  # e.g. no C compiler for Triton's launcher
             note = f"GPU digest kernel failed ({type(exc).__name__}: {exc}"[:200] + \
                 "); digests computed on the host with the same algorithm"
             if note not in notes:
                 notes.append(note)
-            return digest_numpy(_raw(t), block)
+            return {k: digest_numpy(_raw(t), block) for k, t in named.items()}
 
-    return digest, ALGO
+    return on_gpu, ALGO
 
 
 class _SdpaRecorder:
@@ -137,9 +141,10 @@ class TransformersEngine:
         logits = out.logits[0, :-1]
         notes: list[str] = []
         digest, algo = _digest_fn(device, notes)
-        digests = {f"hidden.{i}": digest(h[0], block) for i, h in enumerate(out.hidden_states)}
-        digests["final_norm"] = digest(captured["final"][0], block)
-        digests["logits"] = digest(out.logits[0], block)
+        named = {f"hidden.{i}": h[0] for i, h in enumerate(out.hidden_states)}
+        named["final_norm"] = captured["final"][0]
+        named["logits"] = out.logits[0]
+        digests = digest(named, block)
         head = model.get_output_embeddings().weight
         runtime: dict[str, Any] = {
             "engine": "transformers",

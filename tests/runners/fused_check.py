@@ -9,8 +9,27 @@ import sys
 import numpy as np
 import torch
 
-from runners.gpu.digest import digest_numpy, digest_triton
-from runners.gpu.stats import analyse_fused, analyse_torch
+from runners.gpu.digest import digest_many, digest_numpy, digest_triton
+from runners.gpu.stats import analyse_fused as _analyse_fused
+from runners.gpu.stats import analyse_torch
+
+# argv: [seed] [device]: "cpu" under TRITON_INTERPRET=1 (CI), "cuda" on a GPU (the bench
+# machine): the kernels run on DEVICE, the references and comparisons on the host
+DEVICE = sys.argv[2] if len(sys.argv) > 2 else "cpu"
+
+
+def analyse_fused(r, c, nxt, **kw) -> dict:
+    out = _analyse_fused(r.to(DEVICE), c.to(DEVICE), nxt.to(DEVICE), **kw)
+    return {k: v.cpu() for k, v in out.items()}
+
+
+def on_device(fn, x, *args, **kw):
+    return fn(x.to(DEVICE), *args, **kw)
+
+
+VARIANTS = [("block", {"variant": "block"}), ("lanes", {"variant": "lanes"}),
+            ("online", {"variant": "online"}),
+            ("online-plain", {"variant": "online", "prefetch": False})]
 
 
 def truth64(r, c, nxt):
@@ -47,6 +66,35 @@ def compare(fused, ref, t64, r, v, block_v, variant) -> dict:
     return case
 
 
+def neg_inf_case(g) -> list:
+    """Masked vocabulary (-inf in both at the same ids), a -inf only in the candidate where
+    the reference has mass (KL(r||c) = inf), and a row with a single finite logit: every
+    variant must give what the torch reference gives, infinities included."""
+    n, v = 4, 700
+    r = torch.randn(n, v, generator=g).to(torch.bfloat16)
+    c = (r.float() + 0.1 * torch.randn(n, v, generator=g)).to(torch.bfloat16)
+    r[:, 600:] = float("-inf")
+    c[:, 600:] = float("-inf")
+    c[1, 5] = float("-inf")
+    r[2, :] = float("-inf")
+    r[2, 300] = 1.0
+    r[3, :50] = float("-inf")
+    nxt = torch.randint(0, 600, (n,), generator=g)
+    ref = analyse_torch(r, c, nxt)
+    cases = []
+    for variant, kw in VARIANTS:
+        fused = analyse_fused(r, c, nxt, block_v=256, num_warps=4, **kw)
+        close = {k: bool(torch.allclose(fused[k].double(), ref[k].double(), rtol=1e-4,
+                                        atol=1e-5, equal_nan=True))
+                 for k in ("lse_ref", "lse_cand", "kl_ref_cand", "kl_cand_ref", "margin",
+                           "delta_p")}
+        cases.append({"variant": variant, "close": close,
+                      "kl_inf": bool(torch.isinf(fused["kl_ref_cand"][1])),
+                      "top1_equal": bool(torch.equal(fused["ref_top1"], ref["ref_top1"])
+                                         and torch.equal(fused["cand_top1"], ref["cand_top1"]))})
+    return cases
+
+
 def main() -> None:
     g = torch.Generator().manual_seed(int(sys.argv[1]) if len(sys.argv) > 1 else 0)
     report = {"stats": [], "digest": []}
@@ -62,22 +110,31 @@ def main() -> None:
         nxt = torch.randint(0, v, (n,), generator=g)
         ref = analyse_torch(r, c, nxt, chunk_rows=3)
         t64 = truth64(r, c, nxt.numpy())
-        for variant in ("block", "lanes"):
-            fused = analyse_fused(r, c, nxt, block_v=block_v, num_warps=4, variant=variant)
+        for variant, kw in VARIANTS:
+            fused = analyse_fused(r, c, nxt, block_v=block_v, num_warps=4, **kw)
             report["stats"].append(compare(fused, ref, t64, r, v, block_v, variant))
+    report["neg_inf"] = neg_inf_case(g)
+    # shapes: 16-bit words per block even (the kernel reads the tensor in place), odd (a
+    # zero-padded copy: 33 x 16 rows, 3 x 3 rows, one lone value), fp32 words
     for shape, dtype, block, splits, chunk in [((70, 33), torch.bfloat16, 16, 3, 64),
+                                               ((70, 34), torch.bfloat16, 16, 3, 64),
                                                ((10, 7), torch.float32, 4, 2, 16),
+                                               ((8, 3), torch.bfloat16, 3, 2, 16),
                                                ((1, 1), torch.float16, 8, 4, 16)]:
         x = torch.randn(*shape, generator=g).to(dtype)
         raw = x.view({2: torch.int16, 4: torch.int32}[x.element_size()]).numpy()
         host = digest_numpy(raw, block)
-        dev = digest_triton(x, block, splits=splits, chunk=chunk)
+        dev = on_device(digest_triton, x, block, splits=splits, chunk=chunk)
         y = x.clone()
         y.view(torch.int16).view(-1)[-1] ^= 1  # flip the lowest bit of the last word
-        flipped = digest_triton(y, block, splits=splits, chunk=chunk)
-        report["digest"].append({"shape": list(shape), "equal": host == dev, "n": len(dev),
+        flipped = on_device(digest_triton, y, block, splits=splits, chunk=chunk)
+        many = digest_many([x.to(DEVICE), y.to(DEVICE)], block, splits=splits, chunk=chunk)
+        default = digest_many([x.to(DEVICE)], block)[0]  # default splits, chunk, warps
+        report["digest"].append({"shape": list(shape), "equal": host == dev == default,
+                                 "n": len(dev), "many_equal": many == [dev, flipped],
                                  "flip_changes_last_only": flipped[:-1] == dev[:-1]
                                  and flipped[-1] != dev[-1]})
+    report["device"] = DEVICE
     print(json.dumps(report))
 
 
