@@ -33,9 +33,11 @@ SPECS = {
 }
 
 
-def build(out: Path, layers: int, vocab: int, tokens: int, hidden: int) -> None:
+def build(out: Path, layers: int, vocab: int, tokens: int, hidden: int, train_steps: int = 0,
+          train_seconds: float = 120.0) -> None:
     """Qwen3-0.6B's shape (hidden 1024, 16 query / 8 KV heads of 128, MLP 3072, RoPE 1e6,
-    tied head) with `layers` layers and `vocab` outputs, random init from seed 0, bf16."""
+    tied head) with `layers` layers and `vocab` outputs, init from seed 0, bf16; with
+    train_steps, briefly trained first (see train)."""
     import torch
     from transformers import AutoModelForCausalLM, Qwen3Config
 
@@ -61,11 +63,56 @@ def build(out: Path, layers: int, vocab: int, tokens: int, hidden: int) -> None:
         rope_theta=1000000.0, rms_norm_eps=1e-6, tie_word_embeddings=True,
         use_sliding_window=False, dtype="bfloat16")
     torch.manual_seed(0)
-    model = AutoModelForCausalLM.from_config(cfg, dtype=torch.bfloat16)
+    if train_steps:
+        model = AutoModelForCausalLM.from_config(cfg, dtype=torch.float32)
+        trained = train(model, out, train_steps, train_seconds)
+        (out / "train.json").write_text(json.dumps(trained, indent=1))
+        model = model.to(torch.bfloat16)
+    else:
+        model = AutoModelForCausalLM.from_config(cfg, dtype=torch.bfloat16)
+        trained = {"steps": 0}
     model.save_pretrained(out, safe_serialization=True)
     print(json.dumps({"model": str(out), "layers": layers, "vocab": cfg.vocab_size,
-                      "hidden": hidden, "text_tokens": n,
+                      "hidden": hidden, "text_tokens": n, "training": trained,
                       "params": sum(p.numel() for p in model.parameters())}))
+
+
+def train(model, out: Path, steps: int, max_seconds: float, seq: int = 1024,
+          batch: int = 16) -> dict:
+    """A brief training run so the distributions are not flat: next-token loss on a text of
+    the same grammar generated with another seed (the evaluation text is never trained on),
+    AdamW 3e-4 with 20 warm-up steps, fp32 weights under bf16 autocast on the model's device,
+    at most `steps` steps or `max_seconds`. Returns the steps taken and the loss curve ends."""
+    import torch
+    from tokenizers import Tokenizer
+
+    from runners.demo.corpus import generate
+
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    model.to(device).train()
+    tok = Tokenizer.from_file(str(out / "tokenizer.json"))
+    ids = torch.tensor(tok.encode(generate(n_paragraphs=16000, seed=11)).ids, dtype=torch.long)
+    seq = min(seq, len(ids) // 2)
+    gen = torch.Generator().manual_seed(0)
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.0)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda i: min(1.0, (i + 1) / 20))
+    losses, t0 = [], time.time()
+    for _ in range(steps):
+        starts = torch.randint(0, len(ids) - seq - 1, (batch,), generator=gen)
+        x = torch.stack([ids[s:s + seq] for s in starts]).to(device)
+        with torch.autocast(device_type=device, dtype=torch.bfloat16):
+            loss = model(input_ids=x, labels=x).loss
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        sched.step()
+        losses.append(float(loss.detach()))
+        if time.time() - t0 > max_seconds:
+            break
+    model.eval()
+    return {"steps": len(losses), "seconds": round(time.time() - t0, 1), "seq": seq,
+            "batch": batch, "train_tokens": int(len(ids)), "loss_first": losses[0],
+            "loss_last": losses[-1], "loss_last10_mean": sum(losses[-10:]) / len(losses[-10:])}
 
 
 def _load_run(work: Path, result: Path):
@@ -195,6 +242,8 @@ def main() -> int:
     b.add_argument("--vocab", type=int, default=8192)
     b.add_argument("--tokens", type=int, default=16384)
     b.add_argument("--hidden", type=int, default=1024)
+    b.add_argument("--train-steps", type=int, default=0, help="0: random init")
+    b.add_argument("--train-seconds", type=float, default=120.0, help="stop training after")
     s = sub.add_parser("specs")
     s.add_argument("--device", default="cuda")
     s.add_argument("backends")
@@ -208,7 +257,7 @@ def main() -> int:
     t.add_argument("--results", type=Path, required=True)
     a = ap.parse_args()
     if a.cmd == "build":
-        build(a.out, a.layers, a.vocab, a.tokens, a.hidden)
+        build(a.out, a.layers, a.vocab, a.tokens, a.hidden, a.train_steps, a.train_seconds)
     elif a.cmd == "specs":
         for name in a.backends.split(","):
             print(f"{name} {SPECS[name].format(dev=a.device)}")

@@ -14,7 +14,8 @@
 #
 # DRY_RUN_CPU=1 runs every step on CPU with tiny shapes (TRITON_INTERPRET=1), to test this
 # script here. Knobs: PY, WHL_DIR (.whl), BUDGET_S (total seconds, 480), DIV_LAYERS (28),
-# DIV_VOCAB (8192), DIV_TOKENS (16384), BACKENDS, TOKENS_FOR ("eager=24576,math=32768":
+# DIV_VOCAB (8192), DIV_TOKENS (16384), TRAIN_STEPS (0: random init; else a brief training
+# run, at most TRAIN_SECONDS), BACKENDS, TOKENS_FOR ("eager=24576,math=32768":
 # per-backend token counts for the repeats; pairs use only backends at DIV_TOKENS).
 set -u
 START=$(date +%s)
@@ -52,14 +53,15 @@ if [ "${DRY_RUN_CPU:-0}" = 1 ]; then
   export TRITON_INTERPRET=1
   DEV=cpu
   BENCH_ARGS="--device cpu --positions 64 --vocab 1000 --layers 2 --hidden 64 --no-compile --repeat 1"
-  BUILD_ARGS="--layers 2 --hidden 64 --vocab 512 --tokens 256"
+  BUILD_ARGS="--layers 2 --hidden 64 --vocab 512 --tokens 256 --train-steps ${TRAIN_STEPS:-0}"
   TOKENS=256
   BACKENDS=${BACKENDS:-flash,math,eager}
   LONG_ARGS="--layers 2 --lengths 64,128 --backends flash,math,eager"
 else
   DEV=cuda
   BENCH_ARGS="--repeat 5"
-  BUILD_ARGS="--layers ${DIV_LAYERS:-28} --vocab ${DIV_VOCAB:-8192} --tokens ${DIV_TOKENS:-16384}"
+  BUILD_ARGS="--layers ${DIV_LAYERS:-28} --vocab ${DIV_VOCAB:-8192} --tokens ${DIV_TOKENS:-16384}
+    --train-steps ${TRAIN_STEPS:-0} --train-seconds ${TRAIN_SECONDS:-120}"
   TOKENS=${DIV_TOKENS:-16384}
   BACKENDS=${BACKENDS:-flash,cudnn,efficient,math,eager}
   LONG_ARGS=${LONG_ARGS:-}
@@ -143,10 +145,10 @@ cat "$OUT/divergence.txt"
 fi
 
 step "summary"
-$PY - "$OUT" "$R" <<'PYEOF'
+$PY - "$OUT" "$R" "$W/model" <<'PYEOF'
 import json, sys
 from pathlib import Path
-out, res = Path(sys.argv[1]), Path(sys.argv[2])
+out, res, model = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
 def load(p):
     try:
         return json.loads(Path(p).read_text())
@@ -164,6 +166,7 @@ longest = load(out / "longest.json")
 summary = {"bench": {k: bench.get(k) for k in ("device_name", "forward_s", "fused_best",
                                                "check", "ratios")},
            "longest": {k: v.get("longest") for k, v in (longest.get("backends") or {}).items()},
+           "training": load(model / "train.json"),
            "manifest_gpu": man.get("gpu_manifest"), "in_process": man.get("in_process"),
            "repeat_verdicts": {k: (v.get("summary") or {}).get("verdict")
                                for k, v in div["repeats"].items()},
