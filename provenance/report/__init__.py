@@ -7,8 +7,6 @@ lazily to decode text when a model directory is known.
 
 from __future__ import annotations
 
-import os
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -114,17 +112,10 @@ def _context_changes(ld) -> list | None:
 
 def write_report(target: str, out: Path, **kw: Any) -> Path:
     """Build, then temp file + fsync + rename: a failed build leaves nothing behind."""
+    from provenance.model.atomic import write_atomic
+
     text = build_report(target, **kw).encode()
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, out)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(out, text)  # 0666 less the umask, like any file a user asks for
     return out

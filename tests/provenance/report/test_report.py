@@ -7,7 +7,9 @@ HTML and its embedded JSON.
 from __future__ import annotations
 
 import json
+import os
 import re
+import stat
 
 import numpy as np
 import pytest
@@ -94,7 +96,13 @@ def test_100k_positions_stay_under_10_mb(synthetic_100k, tmp_path):
     out = tmp_path / "big.html"
     from provenance.report import write_report
 
-    write_report(str(synthetic_100k), out)
+    old_umask = os.umask(0o022)
+    try:
+        write_report(str(synthetic_100k), out)
+    finally:
+        os.umask(old_umask)
+    # a page the user asked for: 0666 less the umask, not the temp file's private 0600
+    assert stat.S_IMODE(out.stat().st_mode) == 0o644
     size = out.stat().st_size
     print(f"100k-position report: {size / 1e6:.2f} MB")
     assert size < MAX_BYTES
@@ -214,3 +222,4 @@ def test_stored_sweep_record(tmp_path):
     assert table.count("<td class=") == 4 and table.count("agree 99.0000%") == 2
     assert "FLAGGED: env.OMP_NUM_THREADS" in table and "node n3" in table
     assert "demo-2x2" in html
+
