@@ -10,7 +10,6 @@ set (run under `prov exec`), the runtime facts are added to the run's manifest (
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -18,8 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
-from runners.atomic import npz_bytes, write_bytes
 from runners.engines import EngineConfig, EngineError, load_engine
+from runners.worker_output import write_worker_output
 
 WORKER_FORMAT = "prov-runner-worker/1"
 
@@ -55,14 +54,7 @@ def run(spec: str, model: str, tokens: Path, out: Path, block: int) -> dict:
         "seconds": round(time.time() - started, 3),
         "pid": os.getpid(),
     }
-    write_bytes(out / "scores.npz", npz_bytes(arrays))
-    write_bytes(out / "run.json", json.dumps(meta, indent=1, sort_keys=True).encode())
-    if os.environ.get("PROV_RUN_DIR"):
-        # under `prov exec`: the resolved runtime joins the run's manifest, where the gate
-        # and its presets (attention-backend, kv-cache-dtype, dtype) see it
-        from runners.runfacts import add_run_facts
-
-        add_run_facts({"runtime": meta["runtime"]})
+    write_worker_output(out, arrays, "run.json", meta)
     return meta
 
 

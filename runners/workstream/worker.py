@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from runners.atomic import npz_bytes, write_bytes
 from runners.engines import EngineConfig, EngineError
+from runners.worker_output import write_worker_output
 
 WORKER_FORMAT = "prov-replay-worker/1"
 
@@ -207,13 +207,8 @@ def run(spec: str, kv_cache: str, model: str, job_path: Path, out: Path) -> dict
         "open_loop": open_loop, "closed_loop": closed_loop,
         "seconds": round(time.time() - started, 3), "pid": os.getpid(),
     }
-    write_bytes(out / "scores.npz", npz_bytes({"scores": scores,
-                                               "ids": np.asarray(ids, dtype=np.int64)}))
-    write_bytes(out / "replay.json", json.dumps(meta, indent=1, sort_keys=True).encode())
-    if os.environ.get("PROV_RUN_DIR"):
-        from runners.runfacts import add_run_facts
-
-        add_run_facts({"runtime": meta["runtime"]})
+    write_worker_output(out, {"scores": scores, "ids": np.asarray(ids, dtype=np.int64)},
+                        "replay.json", meta)
     return meta
 
 
