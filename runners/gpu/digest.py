@@ -193,6 +193,8 @@ def launch_digests(tensors, block: int, splits: int | None = None, chunk: int = 
         pend = _relaunch
     else:
         device = tensors[0].device
+        if any(t.device != device for t in tensors):
+            raise ValueError("digest tensors must all be on one device")
         bases, lens, shapes, keep = _block_table(tensors, block)
         if splits is None:
             splits = max(1, min(64, round(512 / len(bases))))

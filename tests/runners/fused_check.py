@@ -100,8 +100,9 @@ def main() -> None:
     report = {"stats": [], "digest": []}
     # vocab not a multiple of the block, ties in bf16, one identical row, one row whose
     # maximum sits in the last partial block, one row of many exact ties
+    # (the last: a vocabulary smaller than one block, so only the masked tail runs)
     for n, v, block_v, scale, noise in [(7, 1000, 256, 3.0, 0.05), (5, 3001, 512, 8.0, 0.5),
-                                        (4, 4096, 4096, 1.0, 0.01)]:
+                                        (4, 4096, 4096, 1.0, 0.01), (4, 100, 256, 2.0, 0.1)]:
         r = (torch.randn(n, v, generator=g) * scale).to(torch.bfloat16)
         c = (r.float() + torch.randn(n, v, generator=g) * noise).to(torch.bfloat16)
         c[1] = r[1]
