@@ -80,51 +80,46 @@ def digest_numpy(raw: np.ndarray, block: int) -> list[str]:
     return out
 
 
-def _device_words(t, block: int):
-    """(int32 words [n_blocks * words_per_block, padded], words per block, total valid words,
-    rows, 16-bit width). A view of the tensor when every block is a whole number of 32-bit
-    words; otherwise a zero-padded copy (odd 16-bit words per block: rare, small tensors)."""
+def _padded_words(halves, block: int):
+    """A zero-padded int32 copy for blocks of an odd number of 16-bit words (rare: small
+    tensors): (words [n_blocks * words_per_block], words per block, total valid words)."""
     import torch
 
-    t = t.detach()
-    if t.dim() == 1:
-        t = t.reshape(-1, 1)
-    t = t.contiguous().reshape(t.shape[0], -1)
-    if t.element_size() % 2:
-        raise ValueError("digest needs an element size that is a multiple of 2 bytes")
-    halves = t.view(torch.int16).reshape(t.shape[0], -1)
     rows, width = halves.shape
     n_blocks = max(1, -(-rows // block))
     per_block16 = block * width
-    if per_block16 % 2 == 0 and (rows * width) % 2 == 0 and halves.data_ptr() % 4 == 0:
-        words = halves.reshape(-1).view(torch.int32)
-        return words, per_block16 // 2, words.numel(), rows, width, n_blocks
     per_block = (per_block16 + 1) // 2
-    padded = torch.zeros((n_blocks, per_block * 2), dtype=torch.int16, device=t.device)
+    padded = torch.zeros((n_blocks, per_block * 2), dtype=torch.int16, device=halves.device)
     flat = halves.reshape(-1)
     for b in range(n_blocks):
         part = flat[b * per_block16:(b + 1) * per_block16]
         padded[b, :len(part)] = part
     last16 = rows * width - (n_blocks - 1) * per_block16
     valid = (n_blocks - 1) * per_block + (last16 + 1) // 2
-    return padded.reshape(-1).view(torch.int32), per_block, valid, rows, width, n_blocks
+    return padded.reshape(-1).view(torch.int32), per_block, valid
 
 
 def _words_address(t, block: int):
     """(address of the int32 words, words per block, valid words, rows, 16-bit width,
     blocks, buffer to keep alive). A contiguous tensor whose blocks are whole 32-bit words
     is read where it lies (no torch op: each costs host time, and a launch over every layer
-    would pay it per layer); anything else goes through _device_words (a view or a copy)."""
-    elem = t.element_size()
+    would pay it per layer); a strided one is made contiguous first; odd blocks are padded."""
+    import torch
+
+    if t.element_size() % 2:
+        raise ValueError("digest needs an element size that is a multiple of 2 bytes")
+    if not t.is_contiguous():
+        t = t.contiguous()
     shape = tuple(t.shape) or (1,)
     rows = shape[0]
-    width = (t.numel() // rows if rows else int(np.prod(shape[1:], dtype=np.int64))) * elem // 2
+    width = (t.numel() // rows if rows else int(np.prod(shape[1:], dtype=np.int64))) \
+        * t.element_size() // 2
+    n_blocks = max(1, -(-rows // block))
     ptr = t.data_ptr()
-    if (t.is_contiguous() and elem % 2 == 0 and (block * width) % 2 == 0
-            and (rows * width) % 2 == 0 and ptr % 4 == 0):
-        n_blocks = max(1, -(-rows // block))
+    if (block * width) % 2 == 0 and (rows * width) % 2 == 0 and ptr % 4 == 0:
         return ptr, block * width // 2, rows * width // 2, rows, width, n_blocks, t
-    words, per_block, valid, rows, width, n_blocks = _device_words(t, block)
+    halves = t.reshape(rows, -1).view(torch.int16).reshape(rows, width)
+    words, per_block, valid = _padded_words(halves, block)
     return words.data_ptr(), per_block, valid, rows, width, n_blocks, words
 
 
@@ -133,8 +128,6 @@ def _block_table(tensors, block: int):
     plus (rows, 16-bit width, blocks) per tensor and the word buffers to keep alive."""
     bases, lens, shapes, keep = [], [], [], []
     for t in tensors:
-        if t.element_size() % 2:
-            raise ValueError("digest needs an element size that is a multiple of 2 bytes")
         addr, per_block, valid, rows, width, n_blocks, buf = _words_address(t.detach(), block)
         if per_block >= 2**31:
             raise ValueError("digest blocks must hold fewer than 2^31 words")
@@ -156,6 +149,16 @@ class PendingDigests:
     block: int
     keep: list = field(default_factory=list)  # word buffers the kernel reads
     launch: tuple = ()  # (block addresses, block lengths, aligned) on the device
+
+    def run_kernel(self, chunk: int = 2048, num_warps: int = 8) -> None:
+        """(Re)launch the kernel over the table (the bench times this alone)."""
+        from runners.gpu.kernels import digest_kernel
+
+        base_t, len_t, aligned = self.launch
+        n_blocks, splits = self.partials.shape[:2]
+        digest_kernel[(n_blocks, splits)](base_t, len_t, self.partials, splits, SEEDS[0],
+                                          SEEDS[1], CHUNK=chunk, ALIGNED=aligned,
+                                          num_warps=num_warps)
 
     def result(self) -> list[list[str]]:
         import torch
@@ -179,34 +182,25 @@ class PendingDigests:
 
 
 def launch_digests(tensors, block: int, splits: int | None = None, chunk: int = 2048,
-                   num_warps: int = 8, _relaunch=None) -> PendingDigests:
+                   num_warps: int = 8) -> PendingDigests:
     """Launch one kernel over every block of every tensor (e.g. each layer's hidden state):
     a table gives each block's address and length. `splits` programs share a block; by
     default enough for about 512 programs (one wave of 8-warp programs on an H200), at
-    least 1. Per-tensor launches would cost more host time than GPU time.
-    (`_relaunch`, for the bench: a PendingDigests whose table is reused, kernel time only.)"""
+    least 1. Per-tensor launches would cost more host time than GPU time."""
     import torch
 
-    from runners.gpu.kernels import digest_kernel
-
-    if _relaunch is not None:
-        pend = _relaunch
-    else:
-        device = tensors[0].device
-        if any(t.device != device for t in tensors):
-            raise ValueError("digest tensors must all be on one device")
-        bases, lens, shapes, keep = _block_table(tensors, block)
-        if splits is None:
-            splits = max(1, min(64, round(512 / len(bases))))
-        table = torch.from_numpy(np.stack([bases, lens])).to(device)
-        out = torch.empty((len(bases), splits, 2), dtype=torch.uint64, device=device)
-        pend = PendingDigests(out, shapes, block, keep)
-        pend.launch = (table[0], table[1].to(torch.int32), bool(
-            (bases % 16 == 0).all() and (lens % 4 == 0).all()))
-    base_t, len_t, aligned = pend.launch
-    n_blocks, splits = pend.partials.shape[:2]
-    digest_kernel[(n_blocks, splits)](base_t, len_t, pend.partials, splits, SEEDS[0], SEEDS[1],
-                                      CHUNK=chunk, ALIGNED=aligned, num_warps=num_warps)
+    device = tensors[0].device
+    if any(t.device != device for t in tensors):
+        raise ValueError("digest tensors must all be on one device")
+    bases, lens, shapes, keep = _block_table(tensors, block)
+    if splits is None:
+        splits = max(1, min(64, round(512 / len(bases))))
+    table = torch.from_numpy(np.stack([bases, lens])).to(device)
+    aligned = bool((bases % 16 == 0).all() and (lens % 4 == 0).all())
+    out = torch.empty((len(bases), splits, 2), dtype=torch.uint64, device=device)
+    pend = PendingDigests(out, shapes, block, keep,
+                          (table[0], table[1].to(torch.int32), aligned))
+    pend.run_kernel(chunk, num_warps)
     return pend
 
 

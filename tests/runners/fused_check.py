@@ -135,6 +135,10 @@ def main() -> None:
                                  "n": len(dev), "many_equal": many == [dev, flipped],
                                  "flip_changes_last_only": flipped[:-1] == dev[:-1]
                                  and flipped[-1] != dev[-1]})
+    # a strided (transposed) tensor is digested as its contiguous copy
+    x = torch.randn(12, 6, generator=g).to(torch.bfloat16).t()
+    report["digest_strided_equal"] = on_device(digest_triton, x, 4) == digest_numpy(
+        x.contiguous().view(torch.int16).numpy(), 4)
     report["device"] = DEVICE
     print(json.dumps(report))
 

@@ -141,6 +141,7 @@ def test_triton_digest_equals_host_digest(interpreted):
     assert len(interpreted["digest"]) == 5
     for case in interpreted["digest"]:
         assert case["equal"] and case["many_equal"] and case["flip_changes_last_only"], case
+    assert interpreted["digest_strided_equal"]
 
 
 def test_fused_handles_negative_infinity(interpreted):
