@@ -6,7 +6,7 @@ Public API (small, like sigstore-python's): `scan_image(source) -> ImageScan`,
 catalogers (used by the host collectors, even inside foreign Python 3.8 interpreters) can
 be imported without pulling in the scanner.
 
-May import only the manifest model (`provenance.model`) and `provenance.redact`.
+May import only the manifest model (`provenance.model`, redaction included).
 """
 
 from __future__ import annotations

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from provenance.model.errors import ProvError
 
-class ImageError(Exception):
+
+class ImageError(ProvError):
     """The image cannot be read or was refused; the message is one line for the user."""

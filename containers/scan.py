@@ -66,7 +66,7 @@ class ImageScan:
         return self.opened.reference
 
     def image_section(self) -> dict[str, Any]:
-        from provenance.redact import redact_argv, redact_value
+        from provenance.model.redact import redact_argv, redact_value
 
         r = self.opened.resolved
         cfg = r.config.get("config") if isinstance(r.config.get("config"), dict) else {}
@@ -154,7 +154,7 @@ class ImageScan:
 def redact_command(text: str) -> str:
     """A build command with secrets redacted word by word (`--token X`, `KEY=value` with a
     secret-looking name, credentials in URLs), its spacing kept."""
-    from provenance.redact import redact_argv, redact_value
+    from provenance.model.redact import redact_argv, redact_value
 
     parts = re.split(r"(\s+)", text)
     words = [p for p in parts[::2]]

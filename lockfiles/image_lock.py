@@ -22,6 +22,8 @@ from typing import Any
 
 import tomlkit
 
+from lockfiles.errors import LockError
+
 IMAGE_LOCK_KIND = "prov-image-lock"
 LOCK_VERSION = 1
 _IMAGE_KEYS = (
@@ -33,10 +35,6 @@ _IMAGE_KEYS = (
     "config_digest",
     "platform",
 )
-
-
-class LockError(Exception):
-    """A lock that cannot be read: malformed TOML, unknown kind or format."""
 
 
 @dataclass(frozen=True)

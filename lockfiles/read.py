@@ -14,10 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from lockfiles.artifacts import normalize
-
-
-class LockError(Exception):
-    """A lock that cannot be read; the message is one line."""
+from lockfiles.errors import LockError
 
 
 @dataclass(frozen=True)

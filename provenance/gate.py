@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
 from provenance.diff import Change, ManifestDiff, diff_manifests
-from provenance.errors import ProvError
 from provenance.model import LeafKind, Manifest, split_key
+from provenance.model.errors import ProvError
+from provenance.model.keys import matches
 
 PRESETS: dict[str, tuple[str, ...]] = {
     "attention-backend": (
@@ -81,20 +81,7 @@ def _parts(pattern: str) -> tuple[str, ...]:
 
 def _covers(pattern: tuple[str, ...], key: tuple[str, ...]) -> bool:
     """True if `pattern` matches `key` or one of its ancestors (a subtree)."""
-    if not pattern:
-        return True
-    head, rest = pattern[0], pattern[1:]
-    if head == "**":
-        return any(_covers(rest, key[i:]) for i in range(len(key) + 1))
-    if not key:
-        return False
-    if (
-        head == key[0]
-        or head == "*"
-        or (("*" in head or "?" in head) and fnmatchcase(key[0], head))
-    ):
-        return _covers(rest, key[1:])
-    return False
+    return matches(pattern, key, subtree=True)
 
 
 def covers(pattern: str, key: str) -> bool:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from provenance.redact import strip_url_credentials
+from provenance.model.redact import strip_url_credentials
 
 
 def _find_root(start: Path) -> Path | None:

@@ -11,7 +11,7 @@ import hashlib
 import os
 from pathlib import Path
 
-from provenance.errors import ProvError
+from provenance.model.errors import ProvError
 
 
 def _serialization():

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from provenance.errors import ProvError
 from provenance.model import Manifest, ManifestError
+from provenance.model.errors import ProvError
 
 
 @dataclass

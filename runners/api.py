@@ -1,7 +1,7 @@
 """The small public surface the CLI uses (everything else in runners/ is internal)."""
 
-from runners.disclosure import ITEMS as DISCLOSURE_ITEMS
-from runners.disclosure import DisclosureCard, DisclosureError
+from provenance.model.disclosure import ITEMS as DISCLOSURE_ITEMS
+from provenance.model.disclosure import DisclosureCard, DisclosureError
 from runners.diverge import DivergeOutcome, analyse, run_diverge
 from runners.engines import EngineConfig, EngineError
 from runners.launch import Launched, LaunchError, standalone

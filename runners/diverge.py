@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from provenance.model.disclosure import DisclosureCard
 from runners.analysis import (
     block_bootstrap_ci,
     find_clusters,
@@ -23,7 +24,6 @@ from runners.analysis import (
     position_stats,
     self_kl_floor,
 )
-from runners.disclosure import DisclosureCard
 from runners.engines import EngineConfig
 from runners.execute import WorkerRun, execute
 from runners.launch import Launcher, standalone

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from provenance.model.errors import ProvError
 from runners.engines import EngineConfig
 
 VLLM_ENV = {
@@ -24,7 +25,7 @@ VLLM_ENV = {
 }
 
 
-class LaunchError(RuntimeError):
+class LaunchError(ProvError, RuntimeError):
     """A worker process failed."""
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from runners.disclosure import DisclosureCard
+from provenance.model.disclosure import DisclosureCard
 from runners.engines import EngineConfig
 from runners.execute import WorkerRun, execute
 from runners.launch import Launcher, standalone

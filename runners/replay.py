@@ -19,9 +19,9 @@ from typing import Any
 
 import numpy as np
 
+from provenance.model.disclosure import DisclosureCard
 from runners.analysis import find_clusters, position_stats
 from runners.atomic import write_bytes
-from runners.disclosure import DisclosureCard
 from runners.engines import EngineConfig, EngineError
 from runners.fingerprint import model_digest, tokenizer_digest
 from runners.launch import Launcher, LaunchError, standalone, worker_env, worker_python

@@ -19,15 +19,16 @@ from typing import Any
 
 import numpy as np
 
+from provenance.model.disclosure import DisclosureCard, DisclosureError
+from provenance.model.errors import ProvError
 from runners.atomic import npz_bytes, replace_dir, write_bytes
-from runners.disclosure import DisclosureCard, DisclosureError
 
 RESULT_FORMAT = "prov-result/1"
 KINDS = ("repeat", "diverge", "replay")
 REQUIRED_META = ("engines", "model_digest", "tokenizer_digest", "text_digest", "positions")
 
 
-class ResultError(ValueError):
+class ResultError(ProvError, ValueError):
     """An unreadable, tampered or incomplete result."""
 
 

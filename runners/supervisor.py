@@ -32,8 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from provenance.errors import ProvError
-from provenance.redact import redact_argv, redact_value
+from provenance.model.errors import ProvError
+from provenance.model.redact import redact_argv, redact_value
 from provenance.store import Store, open_store
 from provenance.store.records import new_run_id, now_iso, supervisor_identity
 

@@ -135,7 +135,7 @@ def pairs(work: Path, results: Path, backends: list[str], model: Path, tokens: i
           deadline: float) -> dict:
     import runners.diverge as rd
     from provenance.cli.run_cmd import _gate
-    from provenance.errors import ProvError
+    from provenance.model.errors import ProvError
     from runners.diverge import diverge_card
     from runners.prepare import prepare
     from runners.results import write_result

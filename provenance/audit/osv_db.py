@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from provenance.audit.base import AuditBackend, AuditResult, Finding, Package
-from provenance.errors import ProvError
+from provenance.model.errors import ProvError
 from provenance.sbom.metadata import normalize
 
 

@@ -11,7 +11,7 @@ import sys
 
 import typer
 
-from provenance.errors import ProvError
+from provenance.model.errors import ProvError
 
 app = typer.Typer(
     name="prov",

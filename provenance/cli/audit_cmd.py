@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 
 from provenance.cli import app
-from provenance.errors import ProvError
+from provenance.model.errors import ProvError
 
 EXIT_VULNERABLE = 1
 EXIT_NOT_AUDITED = 3

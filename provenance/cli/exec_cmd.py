@@ -7,7 +7,7 @@ import sys
 import typer
 
 from provenance.cli import app
-from provenance.errors import ProvError
+from provenance.model.errors import ProvError
 
 
 def parse_pairs(pairs: list[str], option: str) -> dict[str, str]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from provenance.errors import ProvError
+from provenance.model.errors import ProvError
 
 
 def write_atomic(path: Path, data: bytes | str, mode: int | None = None) -> None:

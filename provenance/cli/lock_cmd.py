@@ -10,7 +10,7 @@ from pathlib import Path
 import typer
 
 from provenance.cli import app
-from provenance.errors import ProvError
+from provenance.model.errors import ProvError
 
 DEFAULT_INDEX = "https://pypi.org/simple"
 

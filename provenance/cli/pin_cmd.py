@@ -13,7 +13,7 @@ from typing import Any
 import typer
 
 from provenance.cli import app
-from provenance.errors import ProvError
+from provenance.model.errors import ProvError
 
 
 def scan_with_progress(source: str, quiet: bool = False, platform: str | None = None) -> Any:

@@ -9,7 +9,7 @@ from pathlib import Path
 import typer
 
 from provenance.cli import app
-from provenance.errors import ProvError
+from provenance.model.errors import ProvError
 
 _DIGEST = re.compile(r"^(sha256|sha512):[0-9a-f]{64,128}$")
 

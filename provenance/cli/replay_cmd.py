@@ -14,7 +14,7 @@ from typing import Any
 import typer
 
 from provenance.cli.run_cmd import _default_out, _gate, _launcher, run_app
-from provenance.errors import ProvError
+from provenance.model.errors import ProvError
 
 DEFAULT_CONFIGS = ["transformers:attn=sdpa,dtype=float32", "transformers:kv_cache=int8",
                    "transformers:kv_cache=int4"]

@@ -13,7 +13,7 @@ from typing import Any
 import typer
 
 from provenance.cli import app
-from provenance.errors import ProvError
+from provenance.model.errors import ProvError
 
 run_app = typer.Typer(help="Repeatability and divergence runs (transformers, vLLM).",
                       no_args_is_help=True)

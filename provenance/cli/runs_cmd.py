@@ -8,7 +8,7 @@ import sys
 import typer
 
 from provenance.cli import app
-from provenance.errors import ProvError
+from provenance.model.errors import ProvError
 
 STATE_STYLE = {
     "complete": "green",

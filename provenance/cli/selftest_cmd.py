@@ -17,7 +17,7 @@ from pathlib import Path
 import typer
 
 from provenance.cli import app
-from provenance.errors import ProvError
+from provenance.model.errors import ProvError
 
 selftest_app = typer.Typer(help="prov checks itself.", no_args_is_help=True)
 app.add_typer(selftest_app, name="selftest")

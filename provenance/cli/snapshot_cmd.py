@@ -9,7 +9,7 @@ from typing import Any
 import typer
 
 from provenance.cli import app
-from provenance.errors import ProvError
+from provenance.model.errors import ProvError
 
 
 def summary_lines(facts: dict[str, Any], digest: str) -> list[tuple[str, str]]:

@@ -7,7 +7,7 @@ import sys
 import typer
 
 from provenance.cli import app
-from provenance.errors import ProvError
+from provenance.model.errors import ProvError
 
 store_app = typer.Typer(
     help="Maintain the run store (.prov/ or $PROV_STORE).", no_args_is_help=True

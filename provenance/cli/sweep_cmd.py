@@ -14,7 +14,7 @@ from typing import Any
 import typer
 
 from provenance.cli import app
-from provenance.errors import ProvError
+from provenance.model.errors import ProvError
 
 STATE_STYLE = {"pending": "dim", "submitted": "cyan", "running": "cyan", "retrying": "yellow",
                "done": "green", "skipped": "green", "failed": "red"}

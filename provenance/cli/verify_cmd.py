@@ -12,7 +12,7 @@ from pathlib import Path
 import typer
 
 from provenance.cli import app
-from provenance.errors import ProvError
+from provenance.model.errors import ProvError
 
 
 @app.command()

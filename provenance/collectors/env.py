@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from provenance.redact import redact_value
+from provenance.model.redact import redact_value
 
 PREFIXES = (
     "CUDA_",

@@ -28,7 +28,7 @@ from containers.catalogers.python_dist import headers as _headers
 from containers.catalogers.python_dist import record_rows as _record_rows
 
 try:
-    from provenance.redact import strip_url_credentials
+    from provenance.model.redact import strip_url_credentials
 except ImportError:  # pragma: no cover - only when run without prov on sys.path
 
     def strip_url_credentials(text):  # type: ignore[no-redef]

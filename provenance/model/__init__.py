@@ -1,6 +1,7 @@
 """The manifest model: a leaf package that imports nothing else of the project."""
 
 from provenance.model.classes import REDACTED, LeafKind, classify
+from provenance.model.errors import EXIT_CODES, ProvError
 from provenance.model.keys import join_key, split_key
 from provenance.model.manifest import (
     SCHEMA_VERSION,
@@ -12,6 +13,8 @@ from provenance.model.manifest import (
 )
 
 __all__ = [
+    "EXIT_CODES",
+    "ProvError",
     "REDACTED",
     "SCHEMA_VERSION",
     "LeafKind",

@@ -16,7 +16,7 @@ import enum
 from fnmatch import fnmatchcase
 from functools import lru_cache
 
-from provenance.model.keys import split_key
+from provenance.model.keys import matches, split_key
 
 REDACTED = "<redacted>"
 
@@ -101,19 +101,6 @@ CLASSIFICATION: tuple[tuple[str, LeafKind], ...] = (
 )
 
 
-def _match(pattern: tuple[str, ...], key: tuple[str, ...]) -> bool:
-    if not pattern:
-        return not key
-    head, rest = pattern[0], pattern[1:]
-    if head == "**":
-        return any(_match(rest, key[i:]) for i in range(len(key) + 1))
-    if not key:
-        return False
-    if head == "*" or head == key[0] or ("*" in head and fnmatchcase(key[0], head)):
-        return _match(rest, key[1:])
-    return False
-
-
 _COMPILED = tuple((tuple(p.split(".")), kind) for p, kind in CLASSIFICATION)
 
 
@@ -137,7 +124,7 @@ def _classify_parts(parts: tuple[str, ...]) -> LeafKind:
     if rows is None:
         rows = _BY_SECTION[parts[0] if parts else ""] = _rows_for(parts[0] if parts else "")
     for pattern, kind in rows:
-        if _match(pattern, parts):
+        if matches(pattern, parts):
             return kind
     return LeafKind.IDENTITY
 

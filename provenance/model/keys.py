@@ -7,6 +7,7 @@ quoted, as TOML writes such keys, so every key splits back into the segments it 
 from __future__ import annotations
 
 import re
+from fnmatch import fnmatchcase
 
 _BARE = re.compile(r"^[A-Za-z0-9_\-+:@/]+$")
 
@@ -49,3 +50,23 @@ def split_key(key: str) -> list[str]:
             parts.append(key[i:j])
             i = j + 1
     return parts
+
+
+def matches(pattern: tuple[str, ...], key: tuple[str, ...], subtree: bool = False) -> bool:
+    """The one key-pattern matcher, over split segments.
+
+    `*` is one segment, `**` any number of segments, and a segment with `*` or `?` is a glob
+    within that segment (`PIP_*`). With `subtree`, a pattern also matches every key below
+    what it names (`python.packages.numpy` matches `python.packages.numpy.version`).
+    """
+    if not pattern:
+        return subtree or not key
+    head, rest = pattern[0], pattern[1:]
+    if head == "**":
+        return any(matches(rest, key[i:], subtree) for i in range(len(key) + 1))
+    if not key:
+        return False
+    glob = ("*" in head or "?" in head) and fnmatchcase(key[0], head)
+    if head == "*" or head == key[0] or glob:
+        return matches(rest, key[1:], subtree)
+    return False

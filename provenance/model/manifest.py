@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from provenance.model.classes import LeafKind, classify
+from provenance.model.errors import ProvError
 from provenance.model.keys import join_key
 
 SCHEMA_VERSION = 1
@@ -29,7 +30,7 @@ HEADER_KEYS = ("schema_version", "kind", "digest", "section_digests")
 Leaf = str | int | float | bool | list
 
 
-class ManifestError(Exception):
+class ManifestError(ProvError):
     """A manifest that cannot be read or built; the message is one line for the user."""
 
 

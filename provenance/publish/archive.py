@@ -8,7 +8,7 @@ import os
 import tarfile
 from pathlib import Path
 
-from provenance.errors import ProvError
+from provenance.model.errors import ProvError
 
 
 def is_archive(path: str | Path) -> bool:

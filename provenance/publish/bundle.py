@@ -19,7 +19,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from provenance.errors import ProvError
+from provenance.model.errors import ProvError
 from provenance.publish import kl
 from provenance.publish.archive import is_archive, write_tar_gz
 from provenance.publish.inputs import Subject

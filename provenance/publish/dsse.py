@@ -14,6 +14,7 @@ import json
 from dataclasses import dataclass
 
 from provenance.keys import key_id
+from provenance.model.errors import ProvError
 
 INTOTO_PAYLOAD_TYPE = "application/vnd.in-toto+json"
 
@@ -34,7 +35,7 @@ def sign(payload: bytes, private_key, payload_type: str = INTOTO_PAYLOAD_TYPE) -
     }
 
 
-class EnvelopeError(ValueError):
+class EnvelopeError(ProvError, ValueError):
     """The envelope is malformed or no signature verifies."""
 
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from provenance.errors import ProvError
 from provenance.model import Manifest
+from provenance.model.errors import ProvError
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 # The nine items are defined once, by the runners that produce the cards.
-from runners.disclosure import ITEMS  # noqa: E402
+from provenance.model.disclosure import ITEMS  # noqa: E402
 
 _DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
 _DIRECTION = re.compile(r"^KL\(\s*\S+\s*\|\|\s*\S+\s*\)$")

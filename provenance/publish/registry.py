@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from provenance.errors import ProvError
+from provenance.model.errors import ProvError
 
 BUNDLE_ARTIFACT_TYPE = "application/vnd.prov.bundle.v1"
 BUNDLE_LAYER_TYPE = "application/vnd.prov.bundle.v1.tar+gzip"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from provenance.model.redact import redact_argv, redact_value
 from provenance.publish.inputs import Subject
-from provenance.redact import redact_argv, redact_value
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 PREDICATE_TYPE = "https://slsa.dev/provenance/v1"

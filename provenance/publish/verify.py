@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from provenance.errors import ProvError
+from provenance.model.errors import ProvError
 from provenance.publish import kl
 from provenance.publish.archive import extract_tar_gz, is_archive
 from provenance.publish.bundle import SBOM_NAME, SIGNED_NAME, UNSIGNED_NAME, sha256_hex

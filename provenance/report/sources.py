@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from provenance.errors import ProvError
+from provenance.model.errors import ProvError
 
 
 @dataclass

@@ -8,7 +8,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from provenance.errors import ProvError
+from provenance.model.errors import ProvError
 
 
 def _read(path: Path) -> dict[str, Any]:

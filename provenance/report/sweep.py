@@ -11,7 +11,7 @@ from itertools import product
 from pathlib import Path
 from typing import Any
 
-from provenance.errors import ProvError
+from provenance.model.errors import ProvError
 
 CELL_FIGURES = ("top1_agreement", "kl_mean", "kl_max")
 

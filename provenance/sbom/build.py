@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from provenance.model.redact import redact_argv
 from provenance.publish.inputs import Subject
-from provenance.redact import redact_argv
 from provenance.sbom import components as comp
 from provenance.sbom.metadata import marker_environment, read_installed, resolve_requires
 

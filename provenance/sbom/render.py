@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from provenance.errors import ProvError
+from provenance.model.errors import ProvError
 from provenance.sbom.build import BuiltBom
 
 FORMATS = ("cyclonedx-json", "cyclonedx-xml")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from provenance.errors import ProvError
 from provenance.model import Manifest, ManifestError
+from provenance.model.errors import ProvError
 from provenance.publish.inputs import Subject, load_run
 
 

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-from provenance.errors import ProvError
+from provenance.model.errors import ProvError
 
 ALGO = "sha256"
 _HEX = set("0123456789abcdef")

@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from provenance.errors import ProvError
 from provenance.model import Manifest, ManifestError
+from provenance.model.errors import ProvError
 from provenance.store import index as idx
 from provenance.store.objects import ObjectStore, split_digest
 from provenance.store.records import (

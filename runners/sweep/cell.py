@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from provenance.model.errors import ProvError
 from runners.engines import EngineConfig
 from runners.execute import execute
 from runners.fingerprint import model_digest
@@ -30,7 +31,7 @@ from runners.repeat import compare_runs
 CELL_DIR_PREFIX = "prov-sweep-cell-"
 
 
-class CellError(RuntimeError):
+class CellError(ProvError, RuntimeError):
     """A cell that cannot run here (wrong model on this node, ...): not worth a retry."""
 
 

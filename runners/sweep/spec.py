@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from provenance.model.errors import ProvError
 from runners.engines import EngineConfig, EngineError
 
 SCALAR = (str, int, float, bool)
@@ -54,7 +55,7 @@ SWEEP_KEYS = {"name", "engine", "model", "text", "max_tokens", "block", "repeats
 RESOURCE_KEYS = {"num_cpus", "num_gpus", "memory", "resources", "when"}
 
 
-class SpecError(ValueError):
+class SpecError(ProvError, ValueError):
     """The spec is unusable; the message says where and why, in one line."""
 
 

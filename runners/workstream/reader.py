@@ -12,12 +12,13 @@ import json
 from pathlib import Path
 from typing import Any
 
+from provenance.model.errors import ProvError
 from runners.workstream.types import ROLES, Message, Tool, ToolCall, Workstream
 
 FORMAT = "prov-workstream/1"
 
 
-class WorkstreamError(ValueError):
+class WorkstreamError(ProvError, ValueError):
     """A malformed workstream; the message names where."""
 
 

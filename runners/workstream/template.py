@@ -13,6 +13,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from provenance.model.errors import ProvError
+
 # Tool calls are rendered as <tool_call>\n{"name": ..., "arguments": {...}}\n</tool_call>.
 TOOL_CALL_OPEN = "<tool_call>"
 TOOL_CALL_CLOSE = "</tool_call>"
@@ -44,7 +46,7 @@ PROV_TEMPLATE = (
 )
 
 
-class TemplateError(ValueError):
+class TemplateError(ProvError, ValueError):
     """No chat template, or one that does not render."""
 
 

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from provenance.errors import ProvError
 from provenance.gate import GateConfig, covers, gate, load_config
 from provenance.model import Manifest
+from provenance.model.errors import ProvError
 from tests.exec_support import penv, prov, prov_cache, runs_json, show_json  # noqa: F401
 
 # -- patterns and presets -------------------------------------------------------------

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from runners.disclosure import ITEMS, DisclosureCard, DisclosureError
+from provenance.model.disclosure import ITEMS, DisclosureCard, DisclosureError
 from runners.results import ResultError, read_result, write_result
 
 FULL = {k: f"value of {k}" for k in ITEMS}

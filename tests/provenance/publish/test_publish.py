@@ -9,8 +9,8 @@ import shutil
 
 import pytest
 
-from provenance.errors import ProvError
 from provenance.keys import generate
+from provenance.model.errors import ProvError
 from provenance.publish.bundle import SBOM_NAME, SIGNED_NAME, UNSIGNED_NAME, publish
 from provenance.publish.dsse import pae
 from provenance.publish.kl import ITEMS

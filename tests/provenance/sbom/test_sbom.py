@@ -12,8 +12,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from provenance.errors import ProvError
 from provenance.model import Manifest
+from provenance.model.errors import ProvError
 from provenance.sbom import build_bom, render, serial_for, validate
 from provenance.sbom.source import this_environment
 from tests.provenance.sbom.helpers_sbom import (

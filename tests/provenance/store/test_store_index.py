@@ -7,8 +7,8 @@ import subprocess
 
 import pytest
 
-from provenance.errors import ProvError
 from provenance.model import Manifest
+from provenance.model.errors import ProvError
 from provenance.store import open_store
 from provenance.store.records import new_run_id, now_iso, supervisor_identity
 

@@ -8,8 +8,8 @@ import subprocess
 
 import pytest
 
-from provenance.errors import ProvError
 from provenance.model import Manifest
+from provenance.model.errors import ProvError
 from provenance.store import CorruptObject, open_store
 from provenance.store.store import default_store_path
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
+from provenance.model.errors import ProvError
+
 ITEMS = (
     "reference_checkpoint",
     "runtime_environment",
@@ -23,7 +25,7 @@ ITEMS = (
 )
 
 
-class DisclosureError(ValueError):
+class DisclosureError(ProvError, ValueError):
     """A disclosure card with a missing or empty item."""
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-REDACTED = "<redacted>"
+from provenance.model.classes import REDACTED
 
 # Names that hold secrets. Over-redacting a harmless variable costs little; leaking a token
 # into a published bundle costs a lot, so the net is wide (AUTHOR and MONKEY are caught too).

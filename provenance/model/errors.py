@@ -1,0 +1,33 @@
+"""The one error base. Every room's errors subclass `ProvError`; the CLI turns it into one line.
+
+Exit codes mean the same thing in every command (listed in `prov --help` and docs/reference):
+"""
+
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_DIFFERS = 1  # a check ran and found a difference (diff, verify, repeat not identical)
+EXIT_USAGE = 2  # bad input: a missing file, a malformed document, an invalid option
+EXIT_REFUSED = 3  # the gate refused: identity keys differ that no --vary declares
+EXIT_UNAVAILABLE = 4  # a service or tool the command needs could not be reached; nothing judged
+EXIT_INTERNAL = 70  # a bug in prov (EX_SOFTWARE); PROV_DEBUG=1 shows the traceback
+
+EXIT_CODES: dict[int, str] = {
+    EXIT_OK: "success",
+    EXIT_DIFFERS: "a check found a difference (diff, verify, repeat)",
+    EXIT_USAGE: "bad input or usage",
+    EXIT_REFUSED: "refused by the comparison gate",
+    EXIT_UNAVAILABLE: "a needed service or tool was unavailable (nothing was judged)",
+    EXIT_INTERNAL: "internal error in prov",
+}
+
+
+class ProvError(Exception):
+    """A user-facing failure: bad input, a refused operation. `exit_code` is the status."""
+
+    exit_code: int = EXIT_USAGE
+
+    def __init__(self, message: str, exit_code: int | None = None) -> None:
+        super().__init__(message)
+        if exit_code is not None:
+            self.exit_code = exit_code
