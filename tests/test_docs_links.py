@@ -38,7 +38,7 @@ def _prose(text: str) -> str:
 
 def _slug(heading: str) -> str:
     """GitHub's anchor for a heading: lower case, punctuation dropped, spaces to hyphens."""
-    text = re.sub(r"[`*_]|\[([^\]]*)\]\([^)]*\)", lambda m: m.group(1) or "", heading)
+    text = re.sub(r"[`*]|\[([^\]]*)\]\([^)]*\)", lambda m: m.group(1) or "", heading)
     text = re.sub(r"[^\w\- ]", "", text.strip().lower())
     return text.replace(" ", "-")
 
