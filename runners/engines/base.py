@@ -11,6 +11,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from provenance.model.errors import ProvError
+
 ENGINES = ("transformers", "vllm")
 KNOWN_OPTIONS: dict[str, tuple[str, ...]] = {
     "transformers": ("attn", "sdpa_kernel", "dtype", "device"),
@@ -19,12 +21,8 @@ KNOWN_OPTIONS: dict[str, tuple[str, ...]] = {
 DTYPES = ("float32", "bfloat16", "float16")
 
 
-class EngineError(Exception):
-    """Bad engine configuration, or an engine that did not run what it was asked to.
-
-    The one error outside `ProvError`: this module also runs inside engine environments
-    (vLLM's venv) where prov is not installed, so the CLI meets it only through runners/api.py.
-    """
+class EngineError(ProvError):
+    """Bad engine configuration, or an engine that did not run what it was asked to."""
 
 
 @dataclass(frozen=True)
