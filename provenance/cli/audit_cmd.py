@@ -102,7 +102,7 @@ def _print_table(result) -> None:
 
 def _write_sbom(subject, result, path: Path) -> None:
     from provenance.audit.cyclonedx import vulnerabilities
-    from provenance.cli.io import write_atomic
+    from provenance.model.atomic import write_atomic
     from provenance.sbom import build_bom, render
 
     extra = (result.database.get("digest") or result.database.get("service") or "",)

@@ -57,10 +57,7 @@ def source_manifest(
     if run is not None:
         return load_manifest(run)
     if image is not None:
-        try:
-            from containers import scan_image
-        except ImportError:
-            raise ProvError("image scanning is not available in this build") from None
+        from containers import scan_image
         from provenance.model import Manifest
 
         return Manifest(scan_image(image).facts())
@@ -111,7 +108,7 @@ def lock(
             f"{', '.join(result.missing_hashes[:8])}; --allow-missing-hashes writes an "
             "incomplete lock that says so"
         )
-    from provenance.cli.io import write_atomic
+    from provenance.model.atomic import write_atomic
 
     write_atomic(out, result.text)
     sources = ", ".join(f"{n} from {k}" for k, n in sorted(result.sources.items()))

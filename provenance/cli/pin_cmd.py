@@ -57,15 +57,6 @@ def scan_with_progress(source: str, quiet: bool = False, platform: str | None = 
             raise ProvError(str(exc)) from None
 
 
-def write_atomic(path: Path, text: str) -> None:
-    from provenance.cli.io import write_atomic as write
-
-    directory = path.parent if str(path.parent) else Path(".")
-    if not directory.is_dir():
-        raise ProvError(f"{directory}: directory does not exist")
-    write(path, text)
-
-
 @app.command()
 def pin(
     source: str = typer.Argument(
@@ -80,6 +71,7 @@ def pin(
     from importlib.metadata import version
 
     from lockfiles.image_lock import lock_from_facts
+    from provenance.model.atomic import write_atomic
 
     scan = scan_with_progress(source, quiet=as_json, platform=platform)
     facts = scan.facts()

@@ -44,13 +44,8 @@ def is_local(m: Manifest) -> bool:
 
 
 def scan_image_manifest(source: str) -> Manifest:
-    try:
-        from containers import scan_image
-    except ImportError:
-        raise ProvError(
-            f"--image {source}: this build of prov has no image reader yet; "
-            "scan the image to a manifest and use --manifest FILE"
-        ) from None
+    from containers import scan_image
+
     scan = scan_image(source)
     try:
         return Manifest(facts=scan.facts())
