@@ -1,5 +1,5 @@
 """`prov lock`: a PEP 751 pylock.toml for an environment; and the environment half of
-`prov verify --lock` (the image half lives in `lockfiles.verify_command`)."""
+`prov verify --lock` (the image half lives in `provenance.cli.verify_image`)."""
 
 from __future__ import annotations
 
