@@ -97,10 +97,7 @@ def lock(
     index = None if offline else SimpleIndex(index_url)
     if index is not None:
         finders.append(index.find)
-    try:
-        result = write_pylock(m, finders, out.resolve().parent)
-    except ValueError as exc:
-        raise ProvError(str(exc)) from None
+    result = write_pylock(m, finders, out.resolve().parent)
     if result.missing_hashes and not allow_missing:
         why = f" (index unreachable: {index.unreachable})" if index and index.unreachable else ""
         raise ProvError(
@@ -123,15 +120,12 @@ def verify_environment_command(
     lock_path: Path, source: str | None, as_json: bool, python: str | None = None
 ) -> int:
     """Exit 0 when the environment (or image SOURCE) matches the lock, 1 when it does not."""
-    from lockfiles.read import LockError, read_lock
+    from lockfiles.read import read_lock
     from lockfiles.verify_env import verify
 
-    try:
-        lock_doc = read_lock(lock_path)
-        manifest = source_manifest(None, source, None, verify_files=source is None, python=python)
-        report = verify(lock_doc, manifest)
-    except LockError as exc:
-        raise ProvError(str(exc)) from None
+    lock_doc = read_lock(lock_path)
+    manifest = source_manifest(None, source, None, verify_files=source is None, python=python)
+    report = verify(lock_doc, manifest)
     if as_json:
         from provenance.cli.output import print_json
 

@@ -24,7 +24,7 @@ def verify_image_lock(lock: Path, source: str | None, as_json: bool) -> int:
         text = lock.read_text(encoding="utf-8")
     except OSError as exc:
         raise ProvError(f"{lock}: {exc.strerror or exc}") from None
-    kind = _kind(lock, text)
+    kind = lock_kind(text, str(lock))
     if kind == PYLOCK_KIND:
         raise ProvError(f"{lock}: an environment lock; check it with `prov verify --lock` alone")
     if kind != IMAGE_LOCK_KIND:
@@ -40,15 +40,6 @@ def verify_image_lock(lock: Path, source: str | None, as_json: bool) -> int:
     else:
         _print_table(lock, source, doc, facts, diffs)
     return EXIT_DIFFERS if diffs else EXIT_OK
-
-
-def _kind(lock: Path, text: str) -> str:
-    from lockfiles.errors import LockError
-
-    try:
-        return lock_kind(text)
-    except LockError as exc:
-        raise ProvError(f"{lock}: {exc}") from None
 
 
 def _print_json(lock: Path, source: str, doc: dict, facts: dict, diffs: list[Difference]) -> None:

@@ -18,10 +18,7 @@ def resolve_subject(
     if len(given) > 1:
         raise ProvError(f"give one of --image, --run, --manifest (got {', '.join(given)})")
     if manifest is not None:
-        try:
-            m = Manifest.read(manifest)
-        except ManifestError as exc:
-            raise ProvError(str(exc)) from None
+        m = Manifest.read(manifest)
         return Subject(m, label=Path(manifest).name, kind="manifest", local=is_local(m))
     if run is not None:
         info, m = load_run(run)
