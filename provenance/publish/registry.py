@@ -112,8 +112,8 @@ def subject_descriptor(t: Target, digest: str, reg: Registry | None = None) -> d
             body = r.read()
             media = r.headers.get("Content-Type", OCI_MANIFEST).split(";")[0]
     except RegistryError as exc:
-        if exc.status is None:
-            raise
+        if exc.status in (None, 401, 403):
+            raise  # unreachable, or access denied: the client's own line says which
         raise ProvError(f"the run's image {digest} is not in {t.host}/{t.repository} "
                         f"(HTTP {exc.status}); push the image there first") from None
     if _sha(body) != digest:

@@ -70,3 +70,4 @@ def test_push_without_credentials_is_one_line(token_registry, tmp_path):
              f"registry:{reg.host}/private/img", env={"DOCKER_CONFIG": str(tmp_path)})
     assert r.returncode == 2, r.stderr
     assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
+    assert "token request failed" in r.stderr or "access denied" in r.stderr, r.stderr
