@@ -88,10 +88,7 @@ def _records(store, run_ids) -> dict[str, dict]:
 def _load_result(path: Path, target: str, store_path: str | None) -> Loaded:
     from runners import api
 
-    try:
-        doc, arrays = api.read_result(path)
-    except api.ResultError as exc:
-        raise ProvError(str(exc)) from None
+    doc, arrays = api.read_result(path)
     stores = _stores(store_path, path.resolve())
     kind = doc["kind"]
     digest = (doc.get("comparison") or {}).get("comparison_record")
