@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from provenance.diff import Change, ManifestDiff, diff_manifests
 from provenance.model import LeafKind, Manifest, split_key
+from provenance.model.diff import Change, ManifestDiff, diff_manifests
 from provenance.model.errors import ProvError
 from provenance.model.keys import matches
 

@@ -66,7 +66,7 @@ def _code_stamp() -> list[Any]:
     import provenance
 
     root = Path(provenance.__file__).parent
-    files = [root / "snapshot.py", root / "model" / "classes.py", root / "redact.py"]
+    files = [root / "snapshot.py", root / "model" / "classes.py", root / "model" / "redact.py"]
     files += sorted((root / "collectors").glob("*.py"))
     return [provenance.__version__] + [_stat(str(f)) for f in files]
 

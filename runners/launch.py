@@ -111,7 +111,7 @@ def supervised(store: Any = None, stream: bool = False) -> Launcher:
 
     def launch(argv: list[str], *, name: str, env: dict[str, str],
                outputs: tuple[Path, ...] = (), params: dict[str, Any] | None = None) -> Launched:
-        from runners.supervisor import run_supervised
+        from provenance.exec import run_supervised
 
         res = run_supervised(argv, name=name, outputs=tuple(str(o) for o in outputs),
                              env_extra=env, stream=stream, store=store,

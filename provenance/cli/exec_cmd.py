@@ -40,7 +40,7 @@ def exec_(
 
     Exits with CMD's own status (128+N when signal N killed it).
     """
-    from runners.supervisor import run_supervised
+    from provenance.exec import run_supervised
 
     command = list(command or [])
     if command and command[0] == "--":

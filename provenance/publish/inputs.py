@@ -62,7 +62,7 @@ def _digests(entries: Any) -> dict[str, str]:
 
 
 def run_info_from_record(record: dict[str, Any]) -> RunInfo:
-    """The store's run record (runners/supervisor.py) reduced to what publishing needs."""
+    """The store's run record (provenance/exec/) reduced to what publishing needs."""
     status = record.get("exit_status")
     return RunInfo(
         run_id=str(record["run_id"]),

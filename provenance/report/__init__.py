@@ -100,8 +100,8 @@ def _context_changes(ld) -> list | None:
     """Context (non-identity) differences of the two runs' manifests, when both are stored."""
     if ld.store is None or not ld.comparison:
         return None
-    from provenance.diff import diff_manifests
     from provenance.model import LeafKind
+    from provenance.model.diff import diff_manifests
 
     recs = [ld.records.get(ld.comparison.get(s, {}).get("run_id") or "") for s in ("a", "b")]
     if not all(recs):

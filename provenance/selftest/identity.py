@@ -199,9 +199,9 @@ class RunFailed(Exception):
 def identity_diff(base: tuple[Any, dict], other: tuple[Any, dict]) -> tuple[bool, list[str]]:
     """(record digests differ, identity keys that differ), libraries both runs loaded
     included, as `prov compare` sees them."""
-    from provenance.diff import diff_manifests
     from provenance.gate import common_libraries, with_loaded_libraries
     from provenance.model import LeafKind
+    from provenance.model.diff import diff_manifests
 
     (ma, ra), (mb, rb) = base, other
     la, lb = common_libraries(ra.get("loaded_libraries") or [], rb.get("loaded_libraries") or [])

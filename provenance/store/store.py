@@ -13,7 +13,8 @@ from typing import Any
 from provenance.model import Manifest, ManifestError
 from provenance.model.errors import ProvError
 from provenance.store import index as idx
-from provenance.store.objects import ObjectStore, split_digest
+from provenance.store.manifests import run_manifest
+from provenance.store.objects import ObjectStore, StreamWriter, split_digest
 from provenance.store.records import (
     COMPARISON_KIND,
     FINAL_STATES,
@@ -106,6 +107,22 @@ class Store:
         with idx.transaction(self.db) as conn:
             idx.add_object(conn, digest, kind, len(data))
         return digest
+
+    def put_object(self, data: bytes) -> str:
+        """Write `data` as an object without its own index row: the run record that points
+        at it indexes it (`create_run`/`finalize_run`'s `extra_objects`), in one transaction."""
+        self._ensure_layout()
+        return self.objects.put_bytes(data)
+
+    def put_file(self, path: Path) -> tuple[str, int]:
+        """Copy a file into the objects (streamed); (digest, size). Indexed as put_object."""
+        self._ensure_layout()
+        return self.objects.put_file(path)
+
+    def object_writer(self) -> StreamWriter:
+        """A streaming writer for large content (logs): bounded memory; `close()` -> digest."""
+        self._ensure_layout()
+        return self.objects.writer()
 
     def get_bytes(self, digest: str) -> bytes:
         return self.objects.get_bytes(self.resolve_object(digest))
@@ -277,14 +294,14 @@ class Store:
         return info
 
     def run_manifest(self, record: dict[str, Any]) -> Manifest:
-        """The run's manifest: the snapshot plus the sections the run itself added."""
+        """The run's manifest, as `prov exec` built and stored it when the run ended.
+
+        A started run has only its snapshot; a record written before prov stored the run's
+        manifest (no `run_manifest`) is completed by the same rule, from its `facts`."""
+        if record.get("run_manifest"):
+            return self.manifest_object(record["run_manifest"])
         base = self.manifest_object(record["manifest"])
-        extra = record.get("facts") or {}
-        if not extra:
-            return base
-        facts = dict(base.facts)
-        facts.update(extra)
-        return Manifest(facts)
+        return run_manifest(base, facts=record.get("facts")) if record.get("facts") else base
 
     # -- comparisons ------------------------------------------------------------
     def put_comparison(self, doc: dict[str, Any]) -> str:

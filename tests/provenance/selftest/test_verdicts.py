@@ -45,8 +45,8 @@ def test_time_zone_is_context():
 
 def test_env_extra_reaches_the_identity(tmp_path, monkeypatch):
     # found by the matrix: run_supervised(env_extra=...) reached the command, not its identity
+    from provenance.exec import run_supervised
     from provenance.store import open_store
-    from runners.supervisor import run_supervised
 
     monkeypatch.chdir(tmp_path)
     store = open_store(tmp_path / "store")

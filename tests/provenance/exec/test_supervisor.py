@@ -264,9 +264,9 @@ def test_outside_git_is_recorded_as_such(penv, tmp_path):
 def test_run_supervised_api(tmp_path, prov_cache, monkeypatch):
     """The Python API other runners reuse: no streaming, params land in run.params."""
     monkeypatch.setenv("PROV_CACHE_DIR", str(prov_cache))
+    from provenance.exec import run_supervised
     from provenance.resolve import resolve
     from provenance.store import open_store
-    from runners.supervisor import run_supervised
 
     store = open_store(tmp_path / "store")
     r = run_supervised(
@@ -430,8 +430,8 @@ def test_run_supervised_from_several_threads_into_one_store(tmp_path, prov_cache
     from concurrent.futures import ThreadPoolExecutor
 
     monkeypatch.setenv("PROV_CACHE_DIR", str(prov_cache))
+    from provenance.exec import run_supervised
     from provenance.store import open_store
-    from runners.supervisor import run_supervised
 
     store = open_store(tmp_path / "store")
 
