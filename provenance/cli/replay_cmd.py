@@ -13,7 +13,8 @@ from typing import Any
 
 import typer
 
-from provenance.cli.run_cmd import _default_out, _gate, _launcher, run_app
+from provenance.cli.gating import default_out, gate_check, launcher
+from provenance.cli.run_cmd import run_app
 from provenance.model.errors import ProvError
 
 DEFAULT_CONFIGS = ["transformers:attn=sdpa,dtype=float32", "transformers:kv_cache=int8",
@@ -106,16 +107,15 @@ def replay(
     if model is None:
         if workstream is not None:
             raise ProvError("--model is needed for a workstream other than the bundled example")
-        from runners.workstream.demo_model import ensure
-
-        model = ensure(Path(os.environ.get("PROV_REPLAY_MODEL") or DEMO_MODEL), bundled)
+        model = api.ensure_replay_model(
+            Path(os.environ.get("PROV_REPLAY_MODEL") or DEMO_MODEL), bundled)
     if not (model / "config.json").is_file() or not (model / "tokenizer.json").is_file():
         raise ProvError(f"{model}: not a model directory (config.json and tokenizer.json)")
-    out = out or _default_out("replay")
+    out = out or default_out("replay")
     work = workdir or out.parent / f".{out.name}.work"
     try:
-        res = api.run_replay(ws, model, cfgs, work, out, launcher=_launcher(standalone),
-                             check=_gate(vary, None, standalone), chat_template=chat_template)
+        res = api.run_replay(ws, model, cfgs, work, out, launcher=launcher(standalone),
+                             check=gate_check(vary, None, standalone), chat_template=chat_template)
     except (api.TemplateError, api.WorkstreamError) as exc:
         raise ProvError(str(exc)) from exc
     except (api.LaunchError, api.EngineError, api.DisclosureError) as exc:

@@ -110,7 +110,8 @@ def _print_show(info, rec: dict, all_libs: bool = False) -> None:
         rows.append(("exit", f"{rec['exit_status']}{sig}"))
     if rec.get("error"):
         rows.append(("error", rec["error"]))
-    rows.append(("manifest", f"{rec.get('manifest_digest')}  (object {rec.get('manifest')})"))
+    obj = rec.get("run_manifest") or rec.get("manifest")  # a started run: its snapshot
+    rows.append(("manifest", f"{rec.get('manifest_digest')}  (object {obj})"))
     rows.append(("snapshot", f"cache {rec.get('snapshot', {}).get('cache', '?')}"))
     git = rec.get("git", {})
     if git.get("repository"):

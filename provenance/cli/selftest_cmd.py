@@ -60,9 +60,9 @@ def identity(
             raise ProvError(f"--only: unknown row(s): {', '.join(sorted(unknown))}")
         rows = [r for r in rows if r.name in wanted]
     if model is None:
-        from runners.demo.build import ensure
+        from runners import api
 
-        model = ensure(CACHE / "demo-model", steps=120)
+        model = api.ensure_demo_model(CACHE / "demo-model", steps=120)
     if alt_python is None and any(r.special == "alt-python" for r in rows):
         alt_python = _alt_python(con)
     elif alt_python == "none":

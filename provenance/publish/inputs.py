@@ -41,7 +41,7 @@ class Subject:
 
 def load_run(ref: str) -> tuple[RunInfo, Manifest]:
     """A run (id or unique prefix) and its manifest from the store (`prov exec`)."""
-    from provenance.resolve import resolve
+    from provenance.store.resolve import resolve
 
     try:
         resolved = resolve(ref)

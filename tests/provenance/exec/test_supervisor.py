@@ -265,8 +265,8 @@ def test_run_supervised_api(tmp_path, prov_cache, monkeypatch):
     """The Python API other runners reuse: no streaming, params land in run.params."""
     monkeypatch.setenv("PROV_CACHE_DIR", str(prov_cache))
     from provenance.exec import run_supervised
-    from provenance.resolve import resolve
     from provenance.store import open_store
+    from provenance.store.resolve import resolve
 
     store = open_store(tmp_path / "store")
     r = run_supervised(
