@@ -62,7 +62,7 @@ def compare(
         if ra.run is not None and rb.run is not None:  # worker runs: top-1 along the context
             from provenance.report import runs_sparkline
 
-            line = runs_sparkline(ra.run.record, rb.run.record)
+            line = runs_sparkline(ra.run.record.to_doc(), rb.run.record.to_doc())
             if line:
                 con.print(line, markup=False, highlight=False)
         raise typer.Exit(0)

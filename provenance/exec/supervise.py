@@ -23,7 +23,7 @@ import resource
 import shutil
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +43,7 @@ from provenance.exec.record import (
 from provenance.exec.watch import watch
 from provenance.model.errors import ProvError
 from provenance.snapshot_cache import CachedSnapshot
-from provenance.store import Store, open_store
+from provenance.store import RunRecord, Store, open_store
 from provenance.store.manifests import run_manifest
 from provenance.store.records import now_iso
 
@@ -53,8 +53,8 @@ class RunResult:
     run_id: str
     exit_status: int
     record_digest: str
-    state: str = "complete"
-    record: dict[str, Any] = field(default_factory=dict)
+    state: str  # complete, or failed (prov or the exec itself failed)
+    record: RunRecord
 
 
 @dataclass
@@ -62,7 +62,7 @@ class _Run:
     """What the steps after the start share."""
 
     store: Store
-    record: dict[str, Any]
+    record: RunRecord
     started: str
     argv: list[str]
     snap: CachedSnapshot
@@ -109,7 +109,7 @@ def run_supervised(
     record = started_record(argv, name=name, workdir=workdir, tags=tags, params=params,
                             env_extra=env_extra, snap=snap, manifest_obj=manifest_obj,
                             git_facts=git_facts, python=python)
-    run_dir = store.run_dir(record["run_id"])
+    run_dir = store.run_dir(record.run_id)
     run_dir.mkdir(parents=True, exist_ok=True)
     started = start_run(store, record, snap, git_diff)
     run = _Run(store, record, started, argv, snap, python, workdir, run_dir, env_extra, t0)
@@ -128,7 +128,7 @@ def run_supervised(
 def _command_env(run: _Run) -> dict[str, str]:
     env = dict(os.environ)
     env.update(run.env_extra or {})
-    env.update({"PROV_RUN_ID": run.record["run_id"], "PROV_RUN_DIR": str(run.run_dir),
+    env.update({"PROV_RUN_ID": run.record.run_id, "PROV_RUN_DIR": str(run.run_dir),
                 "PROV_STORE": str(run.store.root)})
     return env
 
@@ -162,10 +162,9 @@ def _execute(run: _Run, outputs: Sequence[str | Path], stream: bool,
         digest = w.close()
         logs[label] = {"digest": digest, "size": w.size}
     status, signame = process.exit_status(returncode)
-    final = {"state": "complete", "ended_at": now_iso(), "duration_s": round(ended - spawned, 6),
-             "exit_status": status, "logs": logs}
-    if signame:
-        final["signal"] = signame
+    final = run.record.replace(state="complete", ended_at=now_iso(),
+                               duration_s=round(ended - spawned, 6), exit_status=status,
+                               logs=logs, signal=signame)
     return _finish(run, final, outputs, sampler, usages)
 
 
@@ -175,10 +174,10 @@ def _spawn_failed(run: _Run, exc: OSError) -> RunResult:
                           status, run.t0)
     shutil.rmtree(run.run_dir, ignore_errors=True)
     digest = run.store.finalize_run(final, run.started)
-    return RunResult(run.record["run_id"], status, digest, "failed", final)
+    return RunResult(run.record.run_id, status, digest, "failed", final)
 
 
-def _finish(run: _Run, final: dict[str, Any], outputs: Sequence[str | Path],
+def _finish(run: _Run, final: RunRecord, outputs: Sequence[str | Path],
             sampler: LibrarySampler | None, usages: tuple) -> RunResult:
     """Outputs, run dir, facts, libraries, drift and the run's manifest; then the final
     record (prov's own CPU counted up to here)."""
@@ -195,23 +194,22 @@ def _finish(run: _Run, final: dict[str, Any], outputs: Sequence[str | Path],
             f"environment changed during the run: {drift['changes_total']} identity key(s)"
         )
     manifest_obj, manifest_digest = _store_run_manifest(run, facts)
-    final = {**run.record, **final, "outputs": outs, "run_dir": run_files, "facts": facts,
-             "run_manifest": manifest_obj, "manifest_digest": manifest_digest,
-             "loaded_libraries": libs, "library_samples": sampler.samples if sampler else 0,
-             "drift": drift, "resources": resources(*usages)}
-    if warnings:
-        final["warnings"] = warnings
-    extra = [(d["digest"], f"log.{k}", d["size"]) for k, d in final["logs"].items()]
+    final = final.replace(outputs=outs, run_dir=run_files, facts=facts,
+                          run_manifest=manifest_obj, manifest_digest=manifest_digest,
+                          loaded_libraries=libs,
+                          library_samples=sampler.samples if sampler else 0, drift=drift,
+                          resources=resources(*usages), warnings=warnings or None)
+    extra = [(d["digest"], f"log.{k}", d["size"]) for k, d in final.logs.items()]
     digest = run.store.finalize_run(final, run.started, extra)
     shutil.rmtree(run.run_dir, ignore_errors=True)
-    return RunResult(run.record["run_id"], final["exit_status"], digest, "complete", final)
+    return RunResult(run.record.run_id, final.exit_status, digest, "complete", final)
 
 
 def _store_run_manifest(run: _Run, facts: dict[str, Any]) -> tuple[str, str]:
     """The run's manifest, built once (store.manifests.run_manifest) and stored: its object
     and identity digest. Without facts of its own it is the started snapshot."""
     if not facts:
-        return run.record["manifest"], run.snap.manifest_digest
+        return run.record.manifest, run.snap.manifest_digest
     m = run_manifest(run.snap.manifest(), facts=facts)
     digest = m.digest()
     return run.store.put_manifest(m, digest=digest), digest

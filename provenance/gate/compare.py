@@ -42,8 +42,8 @@ class Comparison:
 def _libraries(ra: Resolved, rb: Resolved) -> tuple[dict[str, str], dict[str, str]] | None:
     if ra.run is None or rb.run is None:
         return None
-    return common_libraries(ra.run.record.get("loaded_libraries") or [],
-                            rb.run.record.get("loaded_libraries") or [])
+    return common_libraries(ra.run.record.loaded_libraries or [],
+                            rb.run.record.loaded_libraries or [])
 
 
 def compare_runs(store: Store | None, a: str | Resolved, b: str | Resolved, vary: Sequence[str],

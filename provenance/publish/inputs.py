@@ -11,6 +11,7 @@ from typing import Any
 
 from provenance.model import Manifest
 from provenance.model.errors import ProvError
+from provenance.store.run_record import RunRecord
 
 
 @dataclass(frozen=True)
@@ -61,17 +62,17 @@ def _digests(entries: Any) -> dict[str, str]:
     return out
 
 
-def run_info_from_record(record: dict[str, Any]) -> RunInfo:
-    """The store's run record (provenance/exec/) reduced to what publishing needs."""
-    status = record.get("exit_status")
+def run_info_from_record(record: RunRecord) -> RunInfo:
+    """The store's run record (`RunRecord`, validated by the store) reduced to what
+    publishing needs; the record's document is shipped in bundles as stored."""
     return RunInfo(
-        run_id=str(record["run_id"]),
-        argv=tuple(str(a) for a in record.get("command") or ()),
-        started=record.get("started_at"),
-        ended=record.get("ended_at"),
-        exit_status=status if isinstance(status, int) else None,
-        manifest_digest=record.get("manifest_digest"),
-        outputs=_digests(record.get("outputs")),
-        logs=_digests(record.get("logs")),
-        record=record,
+        run_id=record.run_id,
+        argv=record.command,
+        started=record.started_at,
+        ended=record.ended_at,
+        exit_status=record.exit_status,
+        manifest_digest=record.manifest_digest,
+        outputs=_digests(record.outputs),
+        logs=_digests(record.logs),
+        record=record.to_doc(),
     )

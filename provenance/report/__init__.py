@@ -102,11 +102,12 @@ def _context_changes(ld) -> list | None:
         return None
     from provenance.model import LeafKind
     from provenance.model.diff import diff_manifests
+    from provenance.store import RunRecord
 
     recs = [ld.records.get(ld.comparison.get(s, {}).get("run_id") or "") for s in ("a", "b")]
     if not all(recs):
         return None
-    ma, mb = (ld.store.run_manifest(r) for r in recs)
+    ma, mb = (ld.store.run_manifest(RunRecord.from_doc(r)) for r in recs)
     return [c for c in diff_manifests(ma, mb).changes if c.kind != LeafKind.IDENTITY]
 
 

@@ -81,7 +81,7 @@ def _records(store, run_ids) -> dict[str, dict]:
         if not rid or store is None:
             continue
         with contextlib.suppress(ProvError):
-            out[rid] = store.get_run(rid).record
+            out[rid] = store.get_run(rid).record.to_doc()
     return out
 
 
@@ -154,7 +154,7 @@ def load(target: str, store_path: str | None = None) -> Loaded:
         if not target.startswith("sha256:") and store.find_runs(target):
             info = store.get_run(target)
             return Loaded("run", target, {"run_id": info.run_id}, store=store,
-                          records={info.run_id: info.record})
+                          records={info.run_id: info.record.to_doc()})
     raise ProvError(f"{target}: no result directory, sweep record, comparison or run of that "
                     f"name (store {store.root})")
 

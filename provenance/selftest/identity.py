@@ -206,8 +206,7 @@ def identity_diff(base, other) -> tuple[bool, list[str]]:
     # libraries last: a changed package shows first as itself, then as its loaded files
     keys = sorted({ch.key for ch in c.result.diff.changes if ch.kind is not LeafKind.CONTEXT},
                   key=lambda k: (k.startswith("libs."), k))
-    digest = "manifest_digest"
-    return base.run.record[digest] != other.run.record[digest], keys
+    return base.run.record.manifest_digest != other.run.record.manifest_digest, keys
 
 
 def run_matrix(runner: Runner, rows: list[Perturbation]) -> dict[str, Any]:
@@ -245,7 +244,7 @@ def run_matrix(runner: Runner, rows: list[Perturbation]) -> dict[str, Any]:
         "machine": machine(),
         "device": runner.device,
         "baseline": {"run_id": base.run_id, "digests": base.digests,
-                     "manifest_digest": base_id.run.record["manifest_digest"]},
+                     "manifest_digest": base_id.run.record.manifest_digest},
         "store": str(runner.store),
         "rows": [r.to_json() for r in results],
         "counts": counts,

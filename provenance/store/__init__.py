@@ -10,11 +10,14 @@ overrides):
 """
 
 from provenance.store.objects import CorruptObject
+from provenance.store.run_record import RecordError, RunRecord
 from provenance.store.store import RunInfo, Store, default_store_path, find_git_root, open_store
 
 __all__ = [
     "CorruptObject",
+    "RecordError",
     "RunInfo",
+    "RunRecord",
     "Store",
     "default_store_path",
     "find_git_root",

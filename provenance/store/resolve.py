@@ -63,7 +63,8 @@ def resolve(ref: str, store=None) -> Resolved:
         )
     if run_ids:
         run = store.get_run(run_ids[0])
-        return Resolved(ref, "run", store.run_manifest(run.record), run.record["manifest"], run)
+        return Resolved(ref, "run", store.run_manifest(run.record),
+                        run.record.run_manifest_object, run)
     if manifest_obj:
         return Resolved(ref, "manifest", store.manifest_object(manifest_obj), manifest_obj)
     raise ProvError(f"{ref}: no such manifest file, run or stored manifest in {store.root}")

@@ -114,7 +114,7 @@ def run_cell(p: dict[str, Any], store_root: str | None = None,
             "runs": [i.run_id for i in infos],
             "records": [i.record_digest for i in infos],
             "manifest_digest": infos[0].manifest_digest,
-            "snapshot_digest": store.manifest_object(infos[0].record["manifest"]).digest(),
+            "snapshot_digest": store.manifest_object(infos[0].record.manifest).digest(),
             "scores": scores, "verdict": verdict,
             "seconds": round(time.time() - t0, 3),
         }

@@ -30,12 +30,12 @@ def test_show_compare_and_the_record_print_one_identity_digest(penv):
     rec = store.get_run(run).record
     printed = {shown, doc["digest"]["a"], doc["digest"]["b"], saved["digest"]["a"],
                saved["a"]["manifest_digest"], saved["b"]["manifest_digest"]}
-    assert printed == {rec["manifest_digest"]}
+    assert printed == {rec.manifest_digest}
     # the digest is the stored run manifest's, and that manifest holds the run's own facts
-    manifest = store.manifest_object(rec["run_manifest"])
-    assert manifest.digest() == rec["manifest_digest"] != rec_snapshot_digest(store, rec)
+    manifest = store.manifest_object(rec.run_manifest)
+    assert manifest.digest() == rec.manifest_digest != rec_snapshot_digest(store, rec)
     assert manifest.get("runtime.demo.attention_backend.resolved") == "SDPA"
 
 
 def rec_snapshot_digest(store, rec) -> str:
-    return store.manifest_object(rec["manifest"]).digest()
+    return store.manifest_object(rec.manifest).digest()

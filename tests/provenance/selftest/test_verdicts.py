@@ -60,7 +60,7 @@ def test_env_extra_reaches_the_identity(tmp_path, monkeypatch):
     env = store.run_manifest(ra).facts["env"]
     assert env["OPENBLAS_CORETYPE"] == "Prescott"
     assert env["HF_TOKEN"] == "<redacted>" and "UNRELATED_VAR" not in env
-    assert secret not in store.get_bytes(ra["manifest"]).decode()
-    assert ra["manifest_digest"] != rb["manifest_digest"]
-    assert ra["manifest_digest"] == store.run_manifest(ra).digest()
-    assert ra["drift"] == {"checked": True, "detected": False}
+    assert secret not in store.get_bytes(ra.manifest).decode()
+    assert ra.manifest_digest != rb.manifest_digest
+    assert ra.manifest_digest == store.run_manifest(ra).digest()
+    assert ra.drift == {"checked": True, "detected": False}
