@@ -97,11 +97,9 @@ def replay(
         vary = ["kv-cache-dtype"]  # what the default configurations vary, and nothing else
     config = config or DEFAULT_CONFIGS
     bundled = Path(api.EXAMPLES) / "file_agent.json"
-    try:
-        ws = api.load_workstream(workstream or bundled)
-        cfgs = [api.ReplayConfig.parse(c) for c in config]
-    except (api.WorkstreamError, api.EngineError) as exc:
-        raise ProvError(str(exc)) from exc
+    # WorkstreamError, EngineError, TemplateError are ProvErrors (exit 2)
+    ws = api.load_workstream(workstream or bundled)
+    cfgs = [api.ReplayConfig.parse(c) for c in config]
     if chat_template is not None and not chat_template.is_file():
         raise ProvError(f"{chat_template}: no such chat template file")
     if model is None:
@@ -116,8 +114,6 @@ def replay(
     try:
         res = api.run_replay(ws, model, cfgs, work, out, launcher=launcher(standalone),
                              check=gate_check(vary, None, standalone), chat_template=chat_template)
-    except (api.TemplateError, api.WorkstreamError) as exc:
-        raise ProvError(str(exc)) from exc
     except (api.LaunchError, api.EngineError, api.DisclosureError) as exc:
         raise ProvError(str(exc), 3) from exc
     if as_json:

@@ -36,10 +36,7 @@ def _prepare(model: Path, text: Path, max_tokens: int):
 def _config(spec: str):
     from runners import api
 
-    try:
-        return api.EngineConfig.parse(spec)
-    except api.EngineError as exc:
-        raise ProvError(str(exc)) from exc
+    return api.EngineConfig.parse(spec)  # an EngineError is a ProvError (exit 2)
 
 
 def render_repeat(verdict: dict[str, Any], spec: str, runs: int, path: Path, con) -> None:

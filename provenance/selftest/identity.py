@@ -106,21 +106,13 @@ class Runner:
             return [str(exe)]
         return [sys.executable, "-c", "from provenance.cli import main; main()"]
 
-    def run(self, p: Perturbation | None) -> RunOutcome:
-        self.counter += 1
-        name = p.name if p else "baseline"
-        out = self.workdir / "out" / f"{self.counter:02d}-{name}"
-        shutil.rmtree(out, ignore_errors=True)
-        out.mkdir(parents=True)
-        env = {k: v for k, v in os.environ.items() if not k.startswith("PROV_RUN")}
-        env["PROV_STORE"] = str(self.store)
+    def _special(self, special: str, env: dict[str, str],
+                 out: Path) -> tuple[str, list[str], Path, Path]:
+        """(python, command prefix, cwd, store) for a row that changes more than `env`."""
         python = sys.executable
         prefix: list[str] = []
         cwd = self.cwd
         store = self.store
-        special = p.special if p else ""
-        if p and special != "api-env":
-            env.update(p.env)
         if special == "alt-python":
             if not self.alt_python:
                 raise NotRun("no second environment (give --alt-python, or allow building one)")
@@ -159,6 +151,20 @@ class Runner:
             caps = "+dac_override,+dac_read_search"
             prefix = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
                       f"--inh-caps={caps}", f"--ambient-caps={caps}", "--"]
+        return python, prefix, cwd, store
+
+    def run(self, p: Perturbation | None) -> RunOutcome:
+        self.counter += 1
+        name = p.name if p else "baseline"
+        out = self.workdir / "out" / f"{self.counter:02d}-{name}"
+        shutil.rmtree(out, ignore_errors=True)
+        out.mkdir(parents=True)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PROV_RUN")}
+        env["PROV_STORE"] = str(self.store)
+        special = p.special if p else ""
+        if p and special != "api-env":
+            env.update(p.env)
+        python, prefix, cwd, store = self._special(special, env, out)
         argv = [*prefix, *self._prov(), "exec", "--name", f"selftest-{name}",
                 "--tag", "selftest=identity", "--output", str(out), "--",
                 python, "-m", "provenance.selftest.workload", "--model", str(self.model),
