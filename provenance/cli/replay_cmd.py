@@ -97,9 +97,11 @@ def replay(
         vary = ["kv-cache-dtype"]  # what the default configurations vary, and nothing else
     config = config or DEFAULT_CONFIGS
     bundled = Path(api.EXAMPLES) / "file_agent.json"
-    # WorkstreamError, EngineError, TemplateError are ProvErrors (exit 2)
-    ws = api.load_workstream(workstream or bundled)
-    cfgs = [api.ReplayConfig.parse(c) for c in config]
+    ws = api.load_workstream(workstream or bundled)  # a WorkstreamError is a ProvError
+    try:
+        cfgs = [api.ReplayConfig.parse(c) for c in config]
+    except api.EngineError as exc:  # a plain Exception: workers raise it without prov
+        raise ProvError(str(exc)) from exc
     if chat_template is not None and not chat_template.is_file():
         raise ProvError(f"{chat_template}: no such chat template file")
     if model is None:

@@ -36,7 +36,10 @@ def _prepare(model: Path, text: Path, max_tokens: int):
 def _config(spec: str):
     from runners import api
 
-    return api.EngineConfig.parse(spec)  # an EngineError is a ProvError (exit 2)
+    try:
+        return api.EngineConfig.parse(spec)
+    except api.EngineError as exc:  # a plain Exception: workers raise it without prov
+        raise ProvError(str(exc)) from exc
 
 
 def render_repeat(verdict: dict[str, Any], spec: str, runs: int, path: Path, con) -> None:

@@ -10,7 +10,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from provenance.model import Manifest
-from provenance.model.errors import ProvError
 from provenance.store.run_record import RunRecord
 
 
@@ -42,14 +41,9 @@ class Subject:
 
 def load_run(ref: str) -> tuple[RunInfo, Manifest]:
     """A run (id or unique prefix) and its manifest from the store (`prov exec`)."""
-    from provenance.store.resolve import resolve
+    from provenance.store.resolve import resolve_run
 
-    try:
-        resolved = resolve(ref)
-    except ProvError as exc:
-        raise ProvError(f"--run {ref}: {exc}", exc.exit_code) from None
-    if resolved.type != "run" or resolved.run is None:
-        raise ProvError(f"--run {ref}: not a run (it names a {resolved.type})")
+    resolved = resolve_run(ref)
     return run_info_from_record(resolved.run.record), resolved.manifest
 
 
