@@ -44,7 +44,7 @@ from provenance.exec.watch import watch
 from provenance.model.errors import ProvError
 from provenance.snapshot_cache import CachedSnapshot
 from provenance.store import RunRecord, Store, open_store
-from provenance.store.manifests import run_manifest
+from provenance.store.manifests import run_manifest_text
 from provenance.store.records import now_iso
 
 
@@ -206,10 +206,9 @@ def _finish(run: _Run, final: RunRecord, outputs: Sequence[str | Path],
 
 
 def _store_run_manifest(run: _Run, facts: dict[str, Any]) -> tuple[str, str]:
-    """The run's manifest, built once (store.manifests.run_manifest) and stored: its object
-    and identity digest. Without facts of its own it is the started snapshot."""
+    """The run's manifest, built once (store.manifests) and stored: its object and identity
+    digest. Without facts of its own it is the started snapshot."""
     if not facts:
         return run.record.manifest, run.snap.manifest_digest
-    m = run_manifest(run.snap.manifest(), facts=facts)
-    digest = m.digest()
-    return run.store.put_manifest(m, digest=digest), digest
+    text, digest = run_manifest_text(run.snap.text, run.snap.manifest_digest, facts)
+    return run.store.put_manifest_text(text, digest), digest

@@ -150,7 +150,7 @@ class Manifest:
 
     # -- serialisation ----------------------------------------------------------
     def to_json(self) -> str:
-        return json.dumps(self.document(), sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+        return document_json(self.document())
 
     def to_toml(self) -> str:
         from provenance.model.toml_writer import dumps
@@ -216,6 +216,12 @@ class Manifest:
         except UnicodeDecodeError:
             raise ManifestError(f"{path}: corrupted manifest: not UTF-8 text") from None
         return cls.loads(text, origin=str(path), verify=verify)
+
+
+def document_json(doc: dict[str, Any]) -> str:
+    """A manifest document as JSON text (the form stored and written by `prov snapshot`)."""
+    return json.dumps(doc, sort_keys=True, indent=2, ensure_ascii=False) + "
+"
 
 
 def _parse_toml(text: str, origin: str) -> dict[str, Any]:

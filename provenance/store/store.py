@@ -157,15 +157,20 @@ class Store:
         `text` (its `to_json()`) and `digest` may be passed when the caller has them already:
         both walk every leaf, which costs tens of ms for a large environment.
         """
+        return self.put_manifest_text(text if text is not None else manifest.to_json(),
+                                      digest or manifest.digest())
+
+    def put_manifest_text(self, text: str, digest: str) -> str:
+        """Store a manifest document (its JSON text) whose identity digest is `digest`."""
         self._ensure_layout()
-        data = (text if text is not None else manifest.to_json()).encode("utf-8")
+        data = text.encode("utf-8")
         obj = self.objects.put_bytes(data)
         with idx.transaction(self.db) as conn:
             idx.add_object(conn, obj, "manifest", len(data))
             conn.execute(
                 "INSERT OR IGNORE INTO manifests (object, manifest_digest, created_at) "
                 "VALUES (?, ?, ?)",
-                (obj, digest or manifest.digest(), now_iso()),
+                (obj, digest, now_iso()),
             )
         return obj
 
