@@ -1,13 +1,13 @@
 """What storing the run's manifest costs: `prov exec` of a named run against an unnamed one.
 
-    .venv/bin/python bench/bench_exec_named.py [--repeats N] [--json OUT] [--tree DIR ...]
+    .venv/bin/python bench/bench_exec_named.py [--repeats N] [--json OUT] [--tree LABEL=DIR ...]
 
 A named run (or one with tags, params or run facts) has a `run` section of its own, so
 `prov exec` builds its manifest once at the end (store.manifests.run_manifest) and stores
 it; an unnamed run's manifest is its snapshot. Both are timed against plain `true`, with a
 warm snapshot cache, interleaved, medians of N; the figures are the added wall time and its
-ratio to the unnamed run. With `--tree DIR` (repeatable) each case runs with PYTHONPATH=DIR
-too, interleaved with the others: two checkouts of prov side by side. Absolute times on a
+ratio to the unnamed run. With `--tree LABEL=DIR` (repeatable) each case runs with
+PYTHONPATH=DIR, interleaved with the others: two checkouts of prov side by side. Absolute times on a
 shared machine are noisy: read the ratios.
 """
 
@@ -36,8 +36,9 @@ def cases(trees: list[str], tmp: str) -> dict[str, tuple[list[str], dict[str, st
     base = {**os.environ, "PROV_STORE": f"{tmp}/store", "PROV_CACHE_DIR": f"{tmp}/cache"}
     out = {"true": (["true"], base)}
     for tree in trees or [""]:
-        env = {**base, "PYTHONPATH": tree} if tree else base
-        tag = f" [{tree}]" if tree else ""
+        label, _, path = tree.partition("=")
+        env = {**base, "PYTHONPATH": path} if tree else base
+        tag = f" [{label}]" if tree else ""
         out[f"prov exec -- true{tag}"] = ([PROV, "exec", "-q", "--", "true"], env)
         out[f"prov exec --name n -- true{tag}"] = (
             [PROV, "exec", "-q", "--name", "n", "--", "true"], env)
@@ -62,9 +63,10 @@ def main() -> None:
     added = {k: round(v - med["true"], 4) for k, v in med.items() if k != "true"}
     ratios = {}
     for tree in args.tree or [""]:
-        tag = f" [{tree}]" if tree else ""
+        label = tree.partition("=")[0]
+        tag = f" [{label}]" if tree else ""
         unnamed, named = added[f"prov exec -- true{tag}"], added[f"prov exec --name n -- true{tag}"]
-        ratios[tree or "this"] = round(named / unnamed, 3) if unnamed > 0 else None
+        ratios[label or "this"] = round(named / unnamed, 3) if unnamed > 0 else None
     out = {"repeats": args.repeats, "median_s": med, "added_s": added,
            "named_over_unnamed": ratios, "python": sys.version.split()[0]}
     print(json.dumps(out, indent=2))
