@@ -37,3 +37,19 @@ def test_the_commands_env_joins_the_env_section_sorted():
     m = run_manifest(SNAPSHOT, env={"VLLM_USE_V1": "1", "OMP_NUM_THREADS": "8"})
     assert list(m.facts["env"]) == ["HOME", "OMP_NUM_THREADS", "VLLM_USE_V1"]
     assert m.get("env.OMP_NUM_THREADS") == "8" and m.digest() != SNAPSHOT.digest()
+
+
+def test_a_record_from_before_the_run_manifest_is_completed_by_the_same_rule(tmp_path):
+    from provenance.store import RunRecord, open_store
+
+    store = open_store(tmp_path / "s")
+    snap = store.put_manifest(SNAPSHOT)
+    facts = {"runtime": {"backend": "SDPA"}, "run": {"name": "old"}}
+    built = run_manifest(SNAPSHOT, facts=facts)
+    old = RunRecord(run_id="0123456789abcdef", state="complete", command=("true",),
+                    started_at="2026-11-30T00:00:00.000000Z", manifest=snap,
+                    manifest_digest=built.digest(), facts=facts)  # no run_manifest field
+    assert store.run_manifest(old).to_json() == built.to_json()
+    new = old.replace(run_manifest=store.put_manifest(built))
+    assert store.run_manifest(new).to_json() == built.to_json()
+    assert store.run_manifest(old.replace(facts=None)).digest() == SNAPSHOT.digest()
