@@ -106,10 +106,7 @@ def _cuda_devices() -> int:
 
 
 def _write(path: Path, text: str) -> None:
+    from provenance.model.atomic import write_atomic
+
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    with os.fdopen(fd, "w") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    write_atomic(path, text)

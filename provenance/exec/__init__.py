@@ -7,6 +7,8 @@ The public surface (everything else in this package is internal):
   own process group (signals forwarded, exit status passed through), stream its logs into
   the store, sample its loaded libraries, hash declared outputs, check for drift, and write
   the final record. `RunResult` holds the run id, exit status, record digest and record.
+- `environment_digest(python=None) -> str`: the identity digest of the environment a
+  command would run in, as `prov exec` snapshots it (sweeps reuse a cell only there).
 - `FACTS_FILE`: the file under `$PROV_RUN_DIR` whose top-level sections join the run's
   manifest (workloads write it with `runners.runfacts.add_run_facts`, stdlib only).
 
@@ -18,7 +20,8 @@ run dir), facts (facts.json), drift, supervise (the orchestration). The run's ma
 built by `provenance.store.manifests.run_manifest`, the one rule every reader shares.
 """
 
+from provenance.exec.environment import environment_digest
 from provenance.exec.facts import FACTS_FILE
 from provenance.exec.supervise import RunResult, run_supervised
 
-__all__ = ["FACTS_FILE", "RunResult", "run_supervised"]
+__all__ = ["FACTS_FILE", "RunResult", "environment_digest", "run_supervised"]

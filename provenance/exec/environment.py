@@ -57,6 +57,12 @@ def snapshot_and_git(python: str | None, cwd: Path) -> tuple[CachedSnapshot, tup
     return snap, git_result[0]
 
 
+def environment_digest(python: str | None = None) -> str:
+    """The identity digest of the environment `python` (None: prov's own) runs in, as
+    `prov exec` snapshots it (from the snapshot cache when nothing changed)."""
+    return cached_snapshot(python).manifest_digest
+
+
 def command_env(env_extra: Mapping[str, str] | None) -> dict[str, str]:
     """The identity-relevant variables of `env_extra`, redacted as the snapshot redacts."""
     from provenance.collectors.env import relevant

@@ -220,8 +220,7 @@ class Manifest:
 
 def document_json(doc: dict[str, Any]) -> str:
     """A manifest document as JSON text (the form stored and written by `prov snapshot`)."""
-    return json.dumps(doc, sort_keys=True, indent=2, ensure_ascii=False) + "
-"
+    return json.dumps(doc, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
 
 
 def _parse_toml(text: str, origin: str) -> dict[str, Any]:

@@ -47,9 +47,9 @@ class SweepOutcome:
 
 
 def _current_snapshot_digest() -> str:
-    from provenance.snapshot_cache import cached_snapshot
+    from provenance.exec import environment_digest
 
-    return cached_snapshot(sys.executable).manifest_digest
+    return environment_digest(sys.executable)
 
 
 def finished_cells(store, cells: list[Cell], local: bool) -> dict[str, dict[str, Any]]:
@@ -79,7 +79,7 @@ def run_sweep(spec: SweepSpec, store, executor, on_event: Event,
               resume: bool = True) -> SweepOutcome:
     """Plan, reuse finished cells, run the rest, gate every cell against the reference,
     compare the comparable ones, and store the sweep record."""
-    from provenance.store.records import encode
+    from provenance.store import encode
     from runners.prepare import prepare
 
     t0 = time.time()
@@ -133,8 +133,7 @@ def _run_cells(spec: SweepSpec, store, executor, on_event: Event, todo: list[Cel
 
 def _store_cell(spec: SweepSpec, store, executor, c: Cell, out: dict[str, Any]) -> dict:
     """Merge the objects a remote cell shipped, store the cell document, journal it."""
-    from provenance.store.merge import import_objects
-    from provenance.store.records import encode, now_iso
+    from provenance.store import encode, import_objects, now_iso
 
     shipped = None
     if "objects" in out:
@@ -185,7 +184,7 @@ def _gate_rows(store, cells: list[Cell], results: dict[str, dict[str, Any]], var
 
 def _sweep_record(spec: SweepSpec, executor, spec_obj: str, reference: str, vary: list[str],
                   prep, rows: list[dict[str, Any]], t0: float) -> dict[str, Any]:
-    from provenance.store.records import now_iso
+    from provenance.store import now_iso
 
     return {"kind": SWEEP_KIND, "schema_version": 1, "name": spec.name,
             "spec_digest": spec.digest, "spec_object": spec_obj,
