@@ -1,0 +1,97 @@
+"""Divergence of two hidden-state runs (runners/hidden.py): load both runs' final hidden
+states and the output head (digest checked) onto one device, rebuild and analyse in chunks
+(runners/gpu/rebuild.py), and report the rebuild floor for the disclosure card.
+
+The device: PROV_ANALYSIS_DEVICE (cpu | cuda | auto, default auto: cuda when torch sees a
+GPU). On the host the chunks are analysed by the same numpy code as score results.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from runners import hidden as hs
+from runners.execute import WorkerRun
+from runners.prepare import Prepared
+
+
+def analysis_device() -> str:
+    want = os.environ.get("PROV_ANALYSIS_DEVICE", "auto")
+    if want not in ("auto", "cpu", "cuda"):
+        raise hs.HiddenStateError("PROV_ANALYSIS_DEVICE must be auto, cpu or cuda")
+    if want != "auto":
+        return want
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def is_hidden(run: WorkerRun) -> bool:
+    return (run.meta.get("storage") or {}).get("kind") == "hidden"
+
+
+def _storage(ref: WorkerRun, cand: WorkerRun) -> dict[str, Any]:
+    a, b = ref.meta["storage"], cand.meta.get("storage") or {}
+    if b.get("kind") != "hidden":
+        raise hs.HiddenStateError("one run stored hidden states, the other logits: rerun both "
+                                  "with the same store= option")
+    for key in ("hidden_dtype", "hidden_shape", "head"):
+        if a.get(key) != b.get(key):
+            raise hs.HiddenStateError(f"the runs' hidden-state storage differs in {key}: "
+                                      f"{a.get(key)} vs {b.get(key)}")
+    return a
+
+
+def _sample(workdir: Path, name: str) -> tuple[np.ndarray, np.ndarray]:
+    with np.load(Path(workdir) / name / "scores.npz") as z:
+        return z["sample_rows"], z["sample_logits"]
+
+
+def _tensor(raw: np.ndarray, dtype: str, device: str):
+    import torch
+
+    return torch.from_numpy(np.ascontiguousarray(raw)).view(getattr(torch, dtype)).to(device)
+
+
+def analyse_runs(ref: WorkerRun, cand: WorkerRun, prep: Prepared, workdir: Path
+                 ) -> tuple[dict[str, np.ndarray], dict[str, Any], dict[str, Any]]:
+    """(per-position arrays, self_kl_floor for the summary, analysis facts)."""
+    from runners.gpu.rebuild import analyse_hidden
+
+    st = _storage(ref, cand)
+    dtype, head_info = st["hidden_dtype"], st["head"]
+    device = analysis_device()
+    head = hs.load_head(prep.model, head_info["tensor"], head_info["dtype"],
+                        head_info["sha256"])
+    samples = {}
+    for side, name in (("ref", "ref"), ("cand", "cand")):
+        rows, raw = _sample(workdir, name)
+        samples[side] = (rows, hs.to_float32(raw, head_info["dtype"]))
+    res = analyse_hidden(_tensor(ref.final_hidden, dtype, device),
+                         _tensor(cand.final_hidden, dtype, device),
+                         _tensor(head, head_info["dtype"], device), prep.ids[1:],
+                         Path(workdir) / "positions", samples)
+    floor = {"storage_dtype": f"{dtype} final hidden states; logits rebuilt as hidden @ "
+                              f"{head_info['tensor']}^T on {res.device}",
+             **{side: {"mean": f["self_kl_mean"], "max": f["self_kl_max"], **f}
+                for side, f in res.floor.items()}}
+    facts = {"device": res.device, "chunk_rows": res.chunk_rows, "seconds": res.seconds,
+             "kernel": "runners/gpu/kernels.py:stats_online_kernel (fp32)" if res.fused
+             else "numpy float64 (runners/analysis/kl.py)",
+             "head": head_info, "hidden_shape": st["hidden_shape"]}
+    return res.arrays, floor, facts
+
+
+def floor_text(floor: dict[str, Any]) -> str:
+    """The rebuild floor as one sentence for the disclosure card."""
+    parts = []
+    for side in ("ref", "cand"):
+        f = floor[side]
+        parts.append(f"{side}: max |delta logit| {f['max_abs_logit_delta']:.3g}, self-KL "
+                     f"mean {f['self_kl_mean']:.3g} / max {f['self_kl_max']:.3g} nats, "
+                     f"{f['bit_identical_rows']}/{f['rows']} rows bit-identical")
+    return "; ".join(parts)
