@@ -24,6 +24,7 @@ from runners.analysis import (
     position_stats,
     self_kl_floor,
 )
+from runners.analysis.segments import annotate_clusters, by_type, position_segments
 from runners.engines import EngineConfig
 from runners.execute import WorkerRun, execute
 from runners.hidden import HiddenStateError
@@ -111,8 +112,9 @@ def diverge_card(ref: WorkerRun, cand: WorkerRun, prep: Prepared,
         v = ref.meta["storage"]["head"]["shape"][0]
         vocab = (f"none: full vocabulary of {v}, logits rebuilt from the stored "
                  f"{floor['storage_dtype']} (output head sha256 "
-                 f"{ref.meta['storage']['head']['sha256'][:16]}..., checked), KL in fp32; "
-                 f"storage floor, rebuilt vs engine logits: {floor_text(floor)}")
+                 f"{ref.meta['storage']['head']['sha256'][:16]}..., checked): "
+                 f"{floor['rebuild']}; storage floor, rebuilt vs engine logits: "
+                 f"{floor_text(floor)}")
         sampled += (f"; the storage floor on {floor['ref']['rows']} evenly spaced positions "
                     "whose engine logits each run kept")
     return DisclosureCard(
@@ -136,22 +138,42 @@ def diverge_card(ref: WorkerRun, cand: WorkerRun, prep: Prepared,
     )
 
 
-def analyse_pair(ref: WorkerRun, cand: WorkerRun, prep: Prepared, workdir: Path, gap: int = 8
+def analyse_pair(ref: WorkerRun, cand: WorkerRun, prep: Prepared, workdir: Path, gap: int = 8,
+                 run_dirs: tuple[Path, Path] | None = None
                  ) -> tuple[dict[str, Any], dict[str, np.ndarray], dict[str, Any]]:
     """(summary, arrays, analysis facts): score results on the host as before; hidden-state
-    results rebuilt and analysed in chunks (on the GPU when there is one)."""
+    results rebuilt and analysed in chunks (on the GPU when there is one). run_dirs: the
+    workers' output directories (default WORKDIR/ref and WORKDIR/cand)."""
     if not (is_hidden(ref) or is_hidden(cand)):
         summary, arrays = analyse(ref.scores, cand.scores, prep.ids, prep.decode, gap=gap)
         if ref.final_hidden is not None:
             # post-norm hidden states + output-head digest: full logits can be rebuilt later
             arrays["ref_final_hidden"] = ref.final_hidden
-        return summary, arrays, {"device": "cpu", "kernel": "numpy float64"}
-    if not is_hidden(ref):
-        raise HiddenStateError("one run stored hidden states, the other logits: rerun both "
-                               "with the same store= option")
-    per_position, floor, facts = analyse_runs(ref, cand, prep, workdir)
-    summary, arrays = summarise(per_position, prep.ids, floor, prep.decode, gap)
+        facts: dict[str, Any] = {"device": "cpu", "kernel": "numpy float64"}
+    else:
+        if not is_hidden(ref):
+            raise HiddenStateError("one run stored hidden states, the other logits: rerun "
+                                   "both with the same store= option")
+        per_position, floor, facts = analyse_runs(ref, cand, prep, workdir, run_dirs)
+        summary, arrays = summarise(per_position, prep.ids, floor, prep.decode, gap)
+    add_segments(summary, arrays, prep)
     return summary, arrays, facts
+
+
+def add_segments(summary: dict[str, Any], arrays: dict[str, np.ndarray],
+                 prep: Prepared) -> None:
+    """With a segments file beside the text: each position's segment, each cluster's
+    segment type, and the figures per segment type."""
+    if not prep.segments:
+        return
+    seg = position_segments(prep.offsets, prep.segments)
+    annotate_clusters(summary["clusters"], prep.segments, seg)
+    arrays["segment"] = seg.astype(np.int32)
+    summary["segments"] = {
+        "count": len(prep.segments),
+        "types": sorted({s["type"] for s in prep.segments}),
+        "by_type": by_type(prep.segments, seg, arrays["agree"], arrays["kl_ref_cand"],
+                           summary["clusters"])}
 
 
 def run_diverge(ref_cfg: EngineConfig, cand_cfg: EngineConfig, prep: Prepared, workdir: Path,

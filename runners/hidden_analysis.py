@@ -46,8 +46,8 @@ def _storage(ref: WorkerRun, cand: WorkerRun) -> dict[str, Any]:
     return a
 
 
-def _sample(workdir: Path, name: str) -> tuple[np.ndarray, np.ndarray]:
-    with np.load(Path(workdir) / name / "scores.npz") as z:
+def _sample(run_dir: Path) -> tuple[np.ndarray, np.ndarray]:
+    with np.load(Path(run_dir) / "scores.npz") as z:
         return z["sample_rows"], z["sample_logits"]
 
 
@@ -57,9 +57,12 @@ def _tensor(raw: np.ndarray, dtype: str, device: str):
     return torch.from_numpy(np.ascontiguousarray(raw)).view(getattr(torch, dtype)).to(device)
 
 
-def analyse_runs(ref: WorkerRun, cand: WorkerRun, prep: Prepared, workdir: Path
+def analyse_runs(ref: WorkerRun, cand: WorkerRun, prep: Prepared, workdir: Path,
+                 run_dirs: tuple[Path, Path] | None = None
                  ) -> tuple[dict[str, np.ndarray], dict[str, Any], dict[str, Any]]:
-    """(per-position arrays, self_kl_floor for the summary, analysis facts)."""
+    """(per-position arrays, self_kl_floor for the summary, analysis facts). run_dirs: the
+    two workers' output directories (default WORKDIR/ref, WORKDIR/cand); per-position
+    results go to WORKDIR/positions."""
     from runners.gpu.rebuild import analyse_hidden
 
     st = _storage(ref, cand)
@@ -68,20 +71,23 @@ def analyse_runs(ref: WorkerRun, cand: WorkerRun, prep: Prepared, workdir: Path
     head = hs.load_head(prep.model, head_info["tensor"], head_info["dtype"],
                         head_info["sha256"])
     samples = {}
-    for side, name in (("ref", "ref"), ("cand", "cand")):
-        rows, raw = _sample(workdir, name)
+    dirs = run_dirs or (Path(workdir) / "ref", Path(workdir) / "cand")
+    for side, d in zip(("ref", "cand"), dirs, strict=True):
+        rows, raw = _sample(d)
         samples[side] = (rows, hs.to_float32(raw, head_info["dtype"]))
     res = analyse_hidden(_tensor(ref.final_hidden, dtype, device),
                          _tensor(cand.final_hidden, dtype, device),
                          _tensor(head, head_info["dtype"], device), prep.ids[1:],
                          Path(workdir) / "positions", samples)
-    floor = {"storage_dtype": f"{dtype} final hidden states; logits rebuilt as hidden @ "
-                              f"{head_info['tensor']}^T on {res.device}",
+    kernel = "runners/gpu/kernels.py:stats_online_kernel (fp32)" if res.fused \
+        else "numpy float64 (runners/analysis/kl.py)"
+    floor = {"storage_dtype": f"{dtype} final hidden states",
+             "rebuild": f"hidden @ {head_info['tensor']}^T in {dtype} on {res.device}, "
+                        f"{res.chunk_rows} rows a chunk; KL by {kernel}",
              **{side: {"mean": f["self_kl_mean"], "max": f["self_kl_max"], **f}
                 for side, f in res.floor.items()}}
     facts = {"device": res.device, "chunk_rows": res.chunk_rows, "seconds": res.seconds,
-             "kernel": "runners/gpu/kernels.py:stats_online_kernel (fp32)" if res.fused
-             else "numpy float64 (runners/analysis/kl.py)",
+             "kernel": kernel,
              "head": head_info, "hidden_shape": st["hidden_shape"]}
     return res.arrays, floor, facts
 
