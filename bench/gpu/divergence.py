@@ -87,13 +87,15 @@ def build(out: Path, layers: int, vocab: int, tokens: int, hidden: int, train_st
         intermediate_size=3 * hidden, num_hidden_layers=layers,
         num_attention_heads=4 if small else 16, num_key_value_heads=2 if small else 8,
         head_dim=32 if small else 128,
-        max_position_embeddings=max(131072 if yarn else 40960, tokens + 1),
+        # YaRN: exactly factor x original (transformers warns on any other ratio)
+        max_position_embeddings=max(131072 if yarn else 40960, tokens),
         rope_parameters=rope, rms_norm_eps=1e-6, tie_word_embeddings=True,
         use_sliding_window=False, dtype="bfloat16")
     torch.manual_seed(0)
     dev = "cuda" if torch.cuda.is_available() else "cpu"
     if train_steps:
-        model = AutoModelForCausalLM.from_config(cfg, dtype=torch.float32)
+        with torch.device(dev):
+            model = AutoModelForCausalLM.from_config(cfg, dtype=torch.float32)
         trained = train(model, out, train_steps, train_seconds, segmented=segmented)
         (out / "train.json").write_text(json.dumps(trained, indent=1))
         model = model.to(torch.bfloat16)

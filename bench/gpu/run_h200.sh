@@ -165,7 +165,7 @@ if want scale; then
   step "scale: model (YaRN, vocab 151936) and segmented text"
   timeout 300 $PY bench/gpu/divergence.py build "$SM" $SCALE_BUILD --tokens "$SCALE_TOKENS" \
     --yarn --segmented --train-steps "${SCALE_TRAIN_STEPS:-0}" \
-    --train-seconds "${SCALE_TRAIN_SECONDS:-60}" | tee "$OUT/scale-model$TAG.json"
+    --train-seconds "${SCALE_TRAIN_SECONDS:-60}"
   for b in ${SB//,/ }; do
     if [ "$(left)" -lt 120 ]; then echo "skip scale repeat $b: $(left)s left"; continue; fi
     SPEC=$($PY bench/gpu/divergence.py specs --device $DEV $b | cut -d' ' -f2)$SCALE_STORE
@@ -182,8 +182,8 @@ if want scale; then
   $PY bench/gpu/divergence.py table --results "$SW/results" > "$OUT/scale-divergence$TAG.txt"
   cat "$OUT/scale-divergence$TAG.txt"
   P=$(ls -d "$SW"/results/diverge-* 2>/dev/null | head -1)
-  if [ -n "$P" ]; then
-    cp "$P/result.json" "$OUT/scale-result$TAG.json"
+  [ -n "$P" ] && cp "$P/result.json" "$OUT/scale-result$TAG.json"
+  if [ -n "$P" ] && [ -z "$TAG" ]; then
     step "scale: prov report of $P"
     T0=$(date +%s%N)
     timeout 120 prov report "$P" --out "$OUT/scale-report$TAG.html" && \

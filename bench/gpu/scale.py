@@ -77,12 +77,13 @@ def forward_and_digests(m, ids, repeat: int, res: dict) -> None:
     x = torch.tensor([ids], device=DEV)
     keep = torch.from_numpy(sample_rows(len(ids) - 1)).to(DEV)
     box = {}
-    flash = sdpa_kernel([SDPBackend.FLASH_ATTENTION]) if DEV == "cuda" else \
-        contextlib.nullcontext()
+    def flash():  # a fresh context each call: sdpa_kernel's is single-use
+        return sdpa_kernel([SDPBackend.FLASH_ATTENTION]) if DEV == "cuda" else \
+            contextlib.nullcontext()
 
     def fwd():
         box.pop("o", None)
-        with torch.inference_mode(), flash:
+        with torch.inference_mode(), flash():
             box["o"] = m(input_ids=x, output_hidden_states=True, use_cache=False,
                          logits_to_keep=keep)
 

@@ -198,9 +198,14 @@ def stats_online_kernel(r_ptr, c_ptr, nxt_ptr, out_f_ptr, out_i_ptr, V, stride_r
     lse_r = v1_r + tl.log(sr)
     lse_c = v1_c + tl.log(sc)
     # lse_r - lse_c without subtracting two values of about log V (one fp32 ulp of log
-    # 151,936 is 1e-6, the size of the KLs measured): the maxima's difference plus the log
-    # of a ratio near 1, both exact to a few ulps of the result
-    d_lse = (v1_r - v1_c) + tl.log(sr / sc)
+    # 151,936 is 1e-6, the size of the KLs measured): the maxima's difference plus
+    # log(sr / sc) = log1p(x), x = (sr - sc) / sc (exactly 0 for identical rows, where an
+    # approximate sr / sc can miss 1 by an ulp); a 3-term series below |x| = 1e-3 (error
+    # < x^4 / 4)
+    x = (sr - sc) / sc
+    l1p = tl.where(tl.abs(x) < 1e-3, x * (1.0 - x * (0.5 - x * 0.3333333333333333)),
+                   tl.log(1.0 + x))
+    d_lse = (v1_r - v1_c) + l1p
     kl_rc = tr / sr - d_lse
     kl_cr = tc / sc + d_lse
     margin = (1.0 - tl.exp(v2_r - v1_r)) * tl.exp(v1_r - lse_r)
