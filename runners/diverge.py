@@ -27,8 +27,7 @@ from runners.analysis import (
 from runners.analysis.segments import annotate_clusters, by_type, position_segments
 from runners.engines import EngineConfig
 from runners.execute import WorkerRun, execute
-from runners.hidden import HiddenStateError
-from runners.hidden_analysis import analyse_runs, floor_text, is_hidden
+from runners.hidden_analysis import HiddenStateError, analyse_runs, floor_text, is_hidden
 from runners.launch import Launcher, standalone
 from runners.prepare import Prepared
 from runners.results import write_result

@@ -16,8 +16,6 @@ the functions that take tensors.
 from __future__ import annotations
 
 import hashlib
-import json
-from pathlib import Path
 
 import numpy as np
 
@@ -25,10 +23,6 @@ HIDDEN_CELLS = 1 << 28
 SAMPLE_ROWS = 64
 STORE_MODES = ("auto", "logits", "hidden")
 RAW = {"bfloat16": np.int16, "float16": np.int16, "float32": np.int32}
-
-
-class HiddenStateError(ValueError):
-    """A hidden-state result that cannot be rebuilt (head missing or not the runs' head)."""
 
 
 def store_mode(option: str | None, positions: int, vocab: int) -> str:
@@ -65,38 +59,8 @@ def to_float32(raw: np.ndarray, dtype: str) -> np.ndarray:
         return raw.view(np.float16).astype(np.float32)
     if dtype == "float32":
         return raw.view(np.float32)
-    raise HiddenStateError(f"hidden states in {dtype} cannot be read")
+    raise ValueError(f"hidden states in {dtype} cannot be read")
 
 
 def head_sha256(raw: np.ndarray) -> str:
     return hashlib.sha256(np.ascontiguousarray(raw).tobytes()).hexdigest()
-
-
-def _weight_files(model_dir: Path) -> list[Path]:
-    index = model_dir / "model.safetensors.index.json"
-    if index.is_file():
-        names = sorted(set(json.loads(index.read_text())["weight_map"].values()))
-        return [model_dir / n for n in names]
-    return sorted(model_dir.glob("*.safetensors"))
-
-
-def load_head(model_dir: Path, name: str, dtype: str, digest: str) -> np.ndarray:
-    """The output head's raw bits from the model directory's safetensors, refused unless
-    their sha256 is the one the runs recorded (another checkpoint would rebuild other
-    logits silently)."""
-    import torch
-    from safetensors import safe_open
-
-    for path in _weight_files(Path(model_dir)):
-        with safe_open(str(path), framework="pt") as f:
-            if name in f.keys():  # noqa: SIM118 (safe_open has no __contains__)
-                head = raw_bits(f.get_tensor(name).to(getattr(torch, dtype)))
-                break
-    else:
-        raise HiddenStateError(f"{model_dir}: no tensor {name!r} (the output head) in its "
-                               "safetensors files")
-    got = head_sha256(head)
-    if got != digest:
-        raise HiddenStateError(f"{model_dir}: output head {name} has sha256 {got[:16]}..., "
-                               f"the runs recorded {digest[:16]}...: not the runs' model")
-    return head

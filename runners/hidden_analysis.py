@@ -8,21 +8,60 @@ GPU). On the host the chunks are analysed by the same numpy code as score result
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from provenance.model.errors import ProvError
 from runners import hidden as hs
 from runners.execute import WorkerRun
 from runners.prepare import Prepared
 
 
+class HiddenStateError(ProvError, ValueError):
+    """Hidden-state results that cannot be analysed together (mixed storage, another output
+    head than the runs', an unknown analysis device)."""
+
+
+def _weight_files(model_dir: Path) -> list[Path]:
+    index = model_dir / "model.safetensors.index.json"
+    if index.is_file():
+        names = sorted(set(json.loads(index.read_text())["weight_map"].values()))
+        return [model_dir / n for n in names]
+    return sorted(model_dir.glob("*.safetensors"))
+
+
+def load_head(model_dir: Path, name: str, dtype: str, digest: str) -> np.ndarray:
+    """The output head's raw bits from the model directory's safetensors, refused unless
+    their sha256 is the one the runs recorded (another checkpoint would rebuild other
+    logits silently)."""
+    import torch
+    from safetensors import safe_open
+
+    for path in _weight_files(Path(model_dir)):
+        with safe_open(str(path), framework="pt") as f:
+            if name in f.keys():  # noqa: SIM118 (safe_open has no __contains__)
+                head = hs.raw_bits(f.get_tensor(name).to(getattr(torch, dtype)))
+                break
+    else:
+        raise HiddenStateError(f"{model_dir}: no tensor {name!r} (the output head) in its "
+                               "safetensors files")
+    got = hs.head_sha256(head)
+    if got != digest:
+        raise HiddenStateError(f"{model_dir}: output head {name} has sha256 {got[:16]}..., "
+                               f"the runs recorded {digest[:16]}...: not the runs' model")
+    return head
+
+
+
+
 def analysis_device() -> str:
     want = os.environ.get("PROV_ANALYSIS_DEVICE", "auto")
     if want not in ("auto", "cpu", "cuda"):
-        raise hs.HiddenStateError("PROV_ANALYSIS_DEVICE must be auto, cpu or cuda")
+        raise HiddenStateError("PROV_ANALYSIS_DEVICE must be auto, cpu or cuda")
     if want != "auto":
         return want
     import torch
@@ -37,11 +76,11 @@ def is_hidden(run: WorkerRun) -> bool:
 def _storage(ref: WorkerRun, cand: WorkerRun) -> dict[str, Any]:
     a, b = ref.meta["storage"], cand.meta.get("storage") or {}
     if b.get("kind") != "hidden":
-        raise hs.HiddenStateError("one run stored hidden states, the other logits: rerun both "
+        raise HiddenStateError("one run stored hidden states, the other logits: rerun both "
                                   "with the same store= option")
     for key in ("hidden_dtype", "hidden_shape", "head"):
         if a.get(key) != b.get(key):
-            raise hs.HiddenStateError(f"the runs' hidden-state storage differs in {key}: "
+            raise HiddenStateError(f"the runs' hidden-state storage differs in {key}: "
                                       f"{a.get(key)} vs {b.get(key)}")
     return a
 
@@ -68,7 +107,7 @@ def analyse_runs(ref: WorkerRun, cand: WorkerRun, prep: Prepared, workdir: Path,
     st = _storage(ref, cand)
     dtype, head_info = st["hidden_dtype"], st["head"]
     device = analysis_device()
-    head = hs.load_head(prep.model, head_info["tensor"], head_info["dtype"],
+    head = load_head(prep.model, head_info["tensor"], head_info["dtype"],
                         head_info["sha256"])
     samples = {}
     dirs = run_dirs or (Path(workdir) / "ref", Path(workdir) / "cand")

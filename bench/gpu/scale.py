@@ -203,10 +203,11 @@ def analysis(a, ids, res: dict) -> None:
 
     from runners import hidden as hs
     from runners.gpu.rebuild import analyse_hidden
+    from runners.hidden_analysis import load_head
 
     ra, rb = (stored_run(a.work / b / "run0") for b in a.backends.split(",")[:2])
     st = ra["meta"]["storage"]
-    head_np = hs.load_head(a.model, st["head"]["tensor"], st["head"]["dtype"],
+    head_np = load_head(a.model, st["head"]["tensor"], st["head"]["dtype"],
                            st["head"]["sha256"])
     dev = lambda raw: torch.from_numpy(raw).view(torch.bfloat16).to(DEV)  # noqa: E731
     hr, hc, head = dev(ra["arrays"]["final_hidden"]), dev(rb["arrays"]["final_hidden"]), \

@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 from runners.api import EngineConfig, read_result, run_diverge, run_repeat
-from runners.hidden import HIDDEN_CELLS, HiddenStateError, sample_rows, store_mode, to_float32
+from runners.hidden import HIDDEN_CELLS, sample_rows, store_mode, to_float32
+from runners.hidden_analysis import HiddenStateError
 
 ROOT = Path(__file__).resolve().parents[2]
 U = 2.0 ** -24
@@ -60,7 +61,8 @@ def pair(prepared, tmp_path_factory):
 
 
 def test_worker_stores_hidden_states_not_logits(pair, demo_model, prepared):
-    from runners.hidden import head_sha256, load_head
+    from runners.hidden import head_sha256
+    from runners.hidden_analysis import load_head
 
     hid, _, base = pair
     with np.load(base / "wh" / "ref" / "scores.npz") as z:
