@@ -62,11 +62,15 @@ def analysis_device() -> str:
     want = os.environ.get("PROV_ANALYSIS_DEVICE", "auto")
     if want not in ("auto", "cpu", "cuda"):
         raise HiddenStateError("PROV_ANALYSIS_DEVICE must be auto, cpu or cuda")
-    if want != "auto":
+    if want == "cpu":
         return want
     import torch
 
-    return "cuda" if torch.cuda.is_available() else "cpu"
+    if torch.cuda.is_available():
+        return "cuda"
+    if want == "cuda":
+        raise HiddenStateError("PROV_ANALYSIS_DEVICE=cuda, but torch sees no GPU here")
+    return "cpu"
 
 
 def is_hidden(run: WorkerRun) -> bool:

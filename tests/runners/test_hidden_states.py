@@ -178,3 +178,32 @@ def test_chunked_rebuild_streams_every_field_to_disk(interpreted):
     for side in ("ref", "cand"):
         f = interpreted["floor"][side]
         assert f["rows"] == 3 and f["top1_equal"] and f["self_kl_max"] < 1e-9
+
+
+def test_cli_diverge_on_hidden_states_through_the_gate(demo_model, tmp_path):
+    from tests.runners.clihelp import prov
+
+    out = tmp_path / "res"
+    p = prov("run", "diverge", "--ref", REF + ",store=hidden", "--cand", CAND + ",store=hidden",
+             "--model", str(demo_model), "--text", str(demo_model / "eval.txt"),
+             "--max-tokens", "200", "--vary", "attention-backend", "--out", str(out), "--json",
+             store=tmp_path / "store", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr[-2000:]
+    summary = json.loads(p.stdout)
+    assert summary["positions"] == 199 and summary["self_kl_floor"]["ref"]["rows"] == 64
+    doc, _ = read_result(out)
+    assert doc["comparison"]["gate"] == "passed" and doc["storage"]["candidate"]["kind"] == \
+        "hidden"
+
+
+def test_cli_refuses_a_gpu_analysis_without_a_gpu(demo_model, tmp_path):
+    from tests.runners.clihelp import prov
+
+    out = tmp_path / "res"
+    p = prov("run", "diverge", "--ref", REF + ",store=hidden", "--cand", CAND + ",store=hidden",
+             "--model", str(demo_model), "--text", str(demo_model / "eval.txt"),
+             "--max-tokens", "100", "--standalone", "--out", str(out),
+             store=tmp_path / "store", cwd=tmp_path, env={"PROV_ANALYSIS_DEVICE": "cuda"})
+    assert p.returncode == 3, p.stderr
+    assert "torch sees no GPU" in p.stderr and "Traceback" not in p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1 and not out.exists()
