@@ -194,6 +194,15 @@ def test_cli_diverge_on_hidden_states_through_the_gate(demo_model, tmp_path):
     doc, _ = read_result(out)
     assert doc["comparison"]["gate"] == "passed" and doc["storage"]["candidate"]["kind"] == \
         "hidden"
+    # the result's report says how its logits were obtained; the stored comparison's report
+    # (whose runs kept no score rows) renders without plots rather than failing
+    for target, name in ((str(out), "r.html"), (doc["comparison"]["comparison_record"], "c.html")):
+        p = prov("report", target, "--out", str(tmp_path / name), store=tmp_path / "store",
+                 cwd=tmp_path)
+        assert p.returncode == 0, p.stderr[-2000:]
+    html = (tmp_path / "r.html").read_text()
+    assert "<td>stored</td><td>bfloat16 final hidden states [199, 128]" in html
+    assert "logits rebuilt on cpu" in html
 
 
 def test_cli_refuses_a_gpu_analysis_without_a_gpu(demo_model, tmp_path):
