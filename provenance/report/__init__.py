@@ -51,6 +51,10 @@ def build_report(target: str, *, store: str | None = None, model: Path | None = 
             f"<p class='hint'>{render.esc(source)}. Yellow: inside a cluster; red: top-1 "
             "disagrees. Hover a token for the reference margin.</p>" + body
             + render.clusters_table(clusters), "text"))
+        if doc["summary"].get("segments"):
+            sections.append(render.section("Disagreements by text segment type",
+                                           render.segments_table(doc["summary"]["segments"]),
+                                           "segments"))
     elif ld.kind == "repeat":
         title += f" — {build.spec(doc['engines'][0])} × {len(doc.get('runs') or [])}"
         sections.append(render.section("Summary", render.table(build.repeat_rows(doc)),

@@ -176,8 +176,8 @@ def _analyse_scores(ld: Loaded, run_ids: list) -> None:
         with np.load(p) as npz:
             loaded.append((npz["ids"], npz["scores"]))
     (ids, ref), (ids_b, cand) = loaded
-    if not np.array_equal(ids, ids_b) or ref.shape != cand.shape:
-        return
+    if not np.array_equal(ids, ids_b) or ref.shape != cand.shape or not len(ref):
+        return  # other ids, or hidden-state runs (no score rows: their result holds it)
     from provenance.report import textview
 
     pieces = textview.token_pieces(textview.model_from_records(ld.records), ids)
