@@ -21,6 +21,7 @@ from pathlib import Path
 
 from containers.catalogers.python_dist import (
     NO_RECORD,
+    checked_rows,
     content_fingerprint,
     normalize_name,
 )
@@ -157,13 +158,11 @@ def verify_files(rows_by_package: dict, workers: int | None = None) -> tuple[dic
     """
     jobs = []
     for name, (location, rows) in rows_by_package.items():
-        for row in rows:
-            if len(row) < 2 or "=" not in row[1]:
+        for rel, digest in checked_rows(rows).items():  # the installers' rule for duplicates
+            if "=" not in digest:
                 continue
-            algo, _, expected = row[1].partition("=")
-            jobs.append(
-                (name, os.path.normpath(os.path.join(location, row[0])), row[0], algo, expected)
-            )
+            algo, _, expected = digest.partition("=")
+            jobs.append((name, os.path.normpath(os.path.join(location, rel)), rel, algo, expected))
     from concurrent.futures import ThreadPoolExecutor  # only needed with --verify-files
 
     workers = workers or min(32, (os.cpu_count() or 1) * 4)
