@@ -112,9 +112,13 @@ def snapshot(
     if image is not None:
         _snapshot_image(image, out, fmt, as_json)
         return
+    if python is not None:
+        python = _interpreter_path(python)
     from provenance.snapshot import SnapshotOptions, take_snapshot
 
     manifest, warnings = take_snapshot(SnapshotOptions(python=python, verify_files=verify_files))
+    if python is not None:
+        _require_python_section(python, manifest.facts)
     digest = manifest.digest()
     stored = None
     text = manifest.to_json() if as_json or out is None else None
@@ -135,6 +139,30 @@ def snapshot(
     if stored is not None:
         rows.append(("stored", stored))
     plain_rows(rows, sys.stderr if as_json else sys.stdout)
+
+
+def _interpreter_path(python: str) -> str:
+    """`--python` must name an executable file; anything else is bad input (exit 2)."""
+    import os
+
+    path = Path(python)
+    if not path.exists():
+        raise ProvError(f"--python {python}: no such file")
+    if path.is_dir():
+        raise ProvError(f"--python {python}: a directory, not an interpreter")
+    if not os.access(path, os.X_OK):
+        raise ProvError(f"--python {python}: not executable")
+    return python
+
+
+def _require_python_section(python: str, facts: dict[str, Any]) -> None:
+    """An interpreter the user named that could not be inspected is bad input: nothing is
+    stored or written (a manifest whose python section is `unavailable` would be)."""
+    section = facts.get("python")
+    if isinstance(section, dict):
+        return
+    reason = str(section).removeprefix("unavailable: ")
+    raise ProvError(f"--python {python}: not a Python interpreter prov can inspect ({reason})")
 
 
 def _snapshot_image(source: str, out: Path | None, fmt: str, as_json: bool) -> None:
