@@ -1,5 +1,5 @@
 """Read locks prov did not necessarily write: PEP 751 `pylock*.toml` (prov, uv, pip),
-`uv.lock`, and `requirements*.txt` with `==` pins (and `--hash`es).
+`uv.lock`, and `requirements*.txt` as pip reads them (`lockfiles.requirements`).
 
 Every reader returns the same small model; untrusted files are validated at the edge
 (PEP 751 through `packaging.pylock`, the reference validator) and every failure is one
@@ -8,7 +8,6 @@ Every reader returns the same small model; untrusted files are validated at the 
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ class LockedPackage:
     fingerprint: str | None = None  # prov's content fingerprint, when prov wrote the lock
     source: str = ""
     marker: str | None = None  # PEP 508 marker: the entry applies only where it is true
+    arbitrary: bool = False  # `===`: the version string must match exactly (PEP 440)
 
 
 @dataclass
@@ -121,28 +121,10 @@ def read_uv_lock(path: Path, data: dict[str, Any]) -> Lock:
     )
 
 
-_REQ_LINE = re.compile(
-    r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)(\[[^\]]*\])?\s*==\s*(?P<version>[^\s;\\]+)"
-)
-
-
 def read_requirements(path: Path) -> Lock:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise LockError(f"{path}: not UTF-8 text") from None
-    packages = []
-    logical = text.replace("\\\n", " ")
-    for number, line in enumerate(logical.splitlines(), 1):
-        line = line.split(" #", 1)[0].strip()
-        if not line or line.startswith("#") or line.startswith("-"):
-            continue
-        m = _REQ_LINE.match(line)
-        if not m:
-            raise LockError(f"{path}:{number}: not an exact pin (name==version): {line[:60]!r}")
-        name = normalize(m.group("name"))
-        packages.append(LockedPackage(name, m.group("version"), source="requirements"))
-    return Lock(kind="requirements", created_by="requirements.txt", packages=packages)
+    from lockfiles.requirements import read_requirements as read
+
+    return read(path)
 
 
 def read_lock(path: Path) -> Lock:

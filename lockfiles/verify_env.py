@@ -120,9 +120,10 @@ def verify(lock: Lock, manifest: Manifest) -> Report:
             continue
         if want.version is not None:
             try:
-                same = Version(want.version) == Version(have["version"])
+                same = not want.arbitrary and Version(want.version) == Version(have["version"])
             except InvalidVersion:
-                same = want.version == have["version"]
+                same = False
+            same = same or want.version == have["version"]
             if not same:
                 report.mismatches.append(Mismatch(name, "version", want.version, have["version"]))
                 continue
