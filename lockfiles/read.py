@@ -8,11 +8,11 @@ Every reader returns the same small model; untrusted files are validated at the 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lockfiles.artifacts import normalize
 from lockfiles.errors import LockError
 
 
@@ -34,6 +34,9 @@ class Lock:
     environments: list[str] = field(default_factory=list)
     requires_python: str | None = None
     tool: dict[str, Any] = field(default_factory=dict)
+    # the packages that apply to a marker environment, when that is more than each entry's
+    # own marker (uv.lock: the graph reachable from the roots); None: filter by marker
+    select: Callable[[dict[str, str]], list[LockedPackage]] | None = None
 
 
 def _toml(path: Path) -> dict[str, Any]:
@@ -95,30 +98,9 @@ def read_pylock(path: Path, data: dict[str, Any]) -> Lock:
 
 
 def read_uv_lock(path: Path, data: dict[str, Any]) -> Lock:
-    if data.get("version") not in (1,):
-        raise LockError(f"{path}: uv.lock version {data.get('version')!r} is not supported (1)")
-    packages = []
-    for pkg in data.get("package", []):
-        if not isinstance(pkg, dict) or "name" not in pkg:
-            raise LockError(f"{path}: a [[package]] entry has no name")
-        source = pkg.get("source", {})
-        is_tree = isinstance(source, dict) and (
-            "editable" in source or "directory" in source or "virtual" in source
-        )
-        name = normalize(pkg["name"])
-        packages.append(
-            LockedPackage(
-                name,
-                None if is_tree else pkg.get("version"),
-                source=next(iter(source), "") if isinstance(source, dict) else "",
-            )
-        )
-    return Lock(
-        kind="uv.lock",
-        created_by="uv",
-        packages=packages,
-        requires_python=data.get("requires-python"),
-    )
+    from lockfiles.uv_lock import read_uv_lock as read
+
+    return read(path, data)
 
 
 def read_requirements(path: Path) -> Lock:

@@ -89,6 +89,8 @@ def _applicable(lock: Lock, env: dict[str, str]) -> dict[str, LockedPackage]:
     from packaging.markers import Marker
 
     chosen: dict[str, LockedPackage] = {}
+    if lock.select is not None:
+        return {pkg.name: pkg for pkg in lock.select(env)}
     for pkg in lock.packages:
         if pkg.marker and not Marker(pkg.marker).evaluate(env):
             continue
