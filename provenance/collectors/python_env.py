@@ -16,6 +16,7 @@ import platform
 import re
 import sys
 import sysconfig
+import time
 from importlib import metadata
 from pathlib import Path
 
@@ -91,7 +92,117 @@ def _direct_url(dist) -> dict | None:
     return out
 
 
-def distributions(paths: list, warnings: list, keep_rows: dict | None = None) -> dict:
+class FingerprintCache:
+    """RECORD facts (record_sha256, fingerprint) of each distribution, keyed by the RECORD
+    file's (st_dev, st_ino, st_size, st_mtime_ns): both facts are functions of RECORD's bytes
+    alone, and any installer that rewrites RECORD changes that stat. Kept beside the snapshot
+    cache, one file per interpreter, sys.path and collector code version. A RECORD modified
+    within the last two seconds is not cached (its mtime could repeat after an edit: git's
+    "racily clean").
+    `--verify-files` never uses it: it needs the rows and re-hashes every file anyway.
+    """
+
+    RACY_NS = 2_000_000_000
+    VERSION = 1
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self.entries: dict = {}
+        self.seen: set = set()  # entries of distributions still installed: the ones kept
+        self.changed = False
+        if path is not None:
+            try:
+                data = json.loads(path.read_text(encoding="utf-8"))
+                if isinstance(data, dict) and data.get("version") == self.VERSION:
+                    self.entries = data.get("entries", {})
+            except (OSError, ValueError):
+                pass
+
+    @staticmethod
+    def default_path(paths: list) -> Path:
+        base = os.environ.get("PROV_CACHE_DIR") or os.path.join(
+            os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "prov"
+        )
+        code = [_stamp(__file__), _stamp(_python_dist_file())]
+        key = json.dumps([sys.executable, sys.prefix, sys.version, code, paths])
+        name = "fingerprints-" + hashlib.sha256(key.encode()).hexdigest()[:24] + ".json"
+        return Path(base) / "snapshots" / name
+
+    def get(self, record: Path, st: os.stat_result) -> dict | None:
+        self.seen.add(str(record))
+        hit = self.entries.get(str(record))
+        if hit and hit[0] == [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns]:
+            return {"record_sha256": hit[1], "fingerprint": hit[2]}
+        return None
+
+    def put(self, record: Path, st: os.stat_result, facts: dict) -> None:
+        self.seen.add(str(record))
+        if st.st_mtime_ns > time.time_ns() - self.RACY_NS:
+            return
+        stamp = [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns]
+        self.entries[str(record)] = [stamp, facts["record_sha256"], facts["fingerprint"]]
+        self.changed = True
+
+    def save(self) -> None:
+        gone = set(self.entries) - self.seen
+        for key in gone:
+            del self.entries[key]
+        if not (self.changed or gone) or self.path is None:
+            return
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+            tmp.write_text(json.dumps({"version": self.VERSION, "entries": self.entries}))
+            os.replace(str(tmp), str(self.path))
+        except OSError:
+            pass  # an unwritable cache only costs speed
+
+
+def _stamp(path: str) -> list:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return []
+    return [st.st_mtime_ns, st.st_size]
+
+
+def _python_dist_file() -> str:
+    from containers.catalogers import python_dist
+
+    return python_dist.__file__
+
+
+def _record_facts(where: Path, keep: bool, cache: FingerprintCache | None, warnings: list,
+                  label: str):
+    """(facts, rows): RECORD's sha256 and fingerprint, from the cache when still valid;
+    rows only when `keep` (for --verify-files). (None, None) without a readable RECORD."""
+    record = where / "RECORD"
+    try:
+        st = record.stat()
+    except OSError:
+        warnings.append(f"python: {label} has no readable RECORD")
+        return None, None
+    if cache is not None and not keep:
+        hit = cache.get(record, st)
+        if hit is not None:
+            return hit, None
+    try:
+        data = record.read_bytes()
+    except OSError:
+        warnings.append(f"python: {label} has no readable RECORD")
+        return None, None
+    rows = _record_rows(data.decode("utf-8", "replace"))
+    facts = {
+        "record_sha256": "sha256:" + hashlib.sha256(data).hexdigest(),
+        "fingerprint": content_fingerprint(rows),
+    }
+    if cache is not None:
+        cache.put(record, st, facts)
+    return facts, rows if keep else None
+
+
+def distributions(paths: list, warnings: list, keep_rows: dict | None = None,
+                  cache: FingerprintCache | None = None) -> dict:
     """Every distribution on `paths`, keyed by normalised name; the first on the path wins."""
     packages: dict = {}
     for dist in metadata.distributions(path=paths):
@@ -118,16 +229,12 @@ def distributions(paths: list, warnings: list, keep_rows: dict | None = None) ->
         direct = _direct_url(dist)
         if direct:
             entry["direct_url"] = direct
-        record_bytes = None
+        facts = rows = None
         if where is not None and where.suffix == ".dist-info":
-            try:
-                record_bytes = (where / "RECORD").read_bytes()
-            except OSError:
-                warnings.append(f"python: {headers['Name']} has no readable RECORD")
-        if record_bytes is not None:
-            rows = _record_rows(record_bytes.decode("utf-8", "replace"))
-            entry["record_sha256"] = "sha256:" + hashlib.sha256(record_bytes).hexdigest()
-            entry["fingerprint"] = content_fingerprint(rows)
+            keep = keep_rows is not None
+            facts, rows = _record_facts(where, keep, cache, warnings, headers["Name"])
+        if facts is not None:
+            entry.update(facts)
             if keep_rows is not None:
                 keep_rows[name] = (location, rows)
         else:
@@ -180,12 +287,14 @@ def verify_files(rows_by_package: dict, workers: int | None = None) -> tuple[dic
     return problems, len(jobs)
 
 
-def collect(paths: list | None = None, verify: bool = False) -> dict:
+def collect(paths: list | None = None, verify: bool = False, use_cache: bool = True) -> dict:
     """The `python` section plus `warnings` and collector stats, as plain JSON data."""
     warnings: list = []
     paths = list(sys.path if paths is None else paths)
     rows: dict | None = {} if verify else None
-    packages = distributions(paths, warnings, keep_rows=rows)
+    cache = FingerprintCache(FingerprintCache.default_path(paths) if use_cache else None)
+    packages = distributions(paths, warnings, keep_rows=rows, cache=cache)
+    cache.save()
     section = interpreter()
     section["sys_path"] = [strip_url_credentials(p) for p in paths if p]
     stats = {"packages": len(packages)}
