@@ -2,22 +2,19 @@
 
 Standard library only, and Python 3.8-compatible, because `prov snapshot --python PATH` runs
 this module inside the interpreter being inspected (`python -c ... main()`), which need not
-have prov's dependencies. Versions come from the installed metadata (importlib.metadata),
-as `pip list` reads them, never from import-time `__version__` strings.
+have prov's dependencies. Versions come from the installed metadata, found on sys.path as
+importlib.metadata (and so `pip list`) finds it, never from import-time `__version__` strings.
 """
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
 import os
 import platform
-import re
 import sys
 import sysconfig
 import time
-from importlib import metadata
 from pathlib import Path
 
 from containers.catalogers.python_dist import (
@@ -29,12 +26,15 @@ from containers.catalogers.python_dist import (
 from containers.catalogers.python_dist import headers as _headers
 from containers.catalogers.python_dist import record_rows as _record_rows
 
-try:
-    from provenance.model.redact import strip_url_credentials
-except ImportError:  # pragma: no cover - only when run without prov on sys.path
 
-    def strip_url_credentials(text):  # type: ignore[no-redef]
-        return re.sub(r"://[^/@\s]+@", "://<redacted>@", text)
+def strip_url_credentials(text: str) -> str:
+    """prov's redaction of URL credentials, imported only for text that could hold one
+    (userinfo needs `@`, a secret query parameter `=`): most sys.path entries cannot."""
+    if "@" not in text and "=" not in text:
+        return text
+    from provenance.model.redact import strip_url_credentials as strip
+
+    return strip(text)
 
 
 def interpreter() -> dict:
@@ -58,13 +58,36 @@ def interpreter() -> dict:
     return facts
 
 
-def _dist_dir(dist) -> Path | None:
-    path = getattr(dist, "_path", None)
-    return Path(path) if path is not None else None
+def metadata_dirs(paths: list):
+    """Each `*.dist-info` / `*.egg-info` (and an `.egg`'s EGG-INFO) on `paths`, in the order
+    importlib.metadata's path finder yields them, without importing importlib.metadata
+    (it pulls in email, zipfile and csv: tens of ms in every foreign interpreter).
+    Zip archives on sys.path are not searched (no installer puts distributions there)."""
+    for entry in paths:
+        try:
+            with os.scandir(entry) as it:
+                children = [child.name for child in it]
+        except OSError:  # missing, not a directory, or a zip archive
+            continue
+        is_egg = entry.endswith(".egg")
+        for child in children:
+            low = child.lower()
+            if low.endswith((".dist-info", ".egg-info")) or (is_egg and low == "egg-info"):
+                yield Path(entry) / child
 
 
-def _direct_url(dist) -> dict | None:
-    text = dist.read_text("direct_url.json")
+def _read_text(where: Path, name: str) -> str | None:
+    """A metadata file of a distribution; an `.egg-info` that is a file is its own PKG-INFO."""
+    target = where / name if name else where
+    try:
+        with open(target, encoding="utf-8", errors="replace") as fh:
+            return fh.read()
+    except OSError:  # absent, a directory, unreadable: as importlib.metadata's read_text
+        return None
+
+
+def _direct_url(where: Path) -> dict | None:
+    text = _read_text(where, "direct_url.json")
     if not text:
         return None
     try:
@@ -205,9 +228,9 @@ def distributions(paths: list, warnings: list, keep_rows: dict | None = None,
                   cache: FingerprintCache | None = None) -> dict:
     """Every distribution on `paths`, keyed by normalised name; the first on the path wins."""
     packages: dict = {}
-    for dist in metadata.distributions(path=paths):
-        where = _dist_dir(dist)
-        text = dist.read_text("METADATA") or dist.read_text("PKG-INFO")
+    for where in metadata_dirs(paths):
+        text = (_read_text(where, "METADATA") or _read_text(where, "PKG-INFO")
+                or _read_text(where, ""))
         if not text:
             warnings.append(f"python: broken distribution at {where}: no METADATA, skipped")
             continue
@@ -218,19 +241,19 @@ def distributions(paths: list, warnings: list, keep_rows: dict | None = None,
             )
             continue
         name = normalize_name(headers["Name"])
-        location = str(where.parent) if where else ""
+        location = str(where.parent)
         if name in packages:
             packages[name].setdefault("shadowed", []).append(location)
             continue
         entry = {"name": headers["Name"], "version": headers["Version"], "location": location}
-        installer = (dist.read_text("INSTALLER") or "").strip()
+        installer = (_read_text(where, "INSTALLER") or "").strip()
         if installer:
             entry["installer"] = installer
-        direct = _direct_url(dist)
+        direct = _direct_url(where)
         if direct:
             entry["direct_url"] = direct
         facts = rows = None
-        if where is not None and where.suffix == ".dist-info":
+        if where.suffix == ".dist-info":
             keep = keep_rows is not None
             facts, rows = _record_facts(where, keep, cache, warnings, headers["Name"])
         if facts is not None:
@@ -244,6 +267,8 @@ def distributions(paths: list, warnings: list, keep_rows: dict | None = None,
 
 
 def _hash_file(path: str, algo: str) -> str | None:
+    import base64
+
     try:
         h = hashlib.new(algo)
         with open(path, "rb") as fh:
