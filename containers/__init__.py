@@ -11,12 +11,10 @@ May import only the manifest model (`provenance.model`, redaction included).
 
 from __future__ import annotations
 
-from typing import Any
-
 __all__ = ["SOURCES_HELP", "ImageError", "ImageScan", "scan_image"]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:  # no typing import: see above
     if name == "scan_image":
         from containers.scan import scan_image
 
