@@ -1,17 +1,18 @@
 """Container images: references, digests, daemonless readers, layer walking, catalogers.
 
 Public API (small, like sigstore-python's): `scan_image(source) -> ImageScan`,
-`ImageScan.facts()` (manifest sections `image`, `os`, `python`, `cuda`), `ImageError`, and
-`SOURCES_HELP`. Everything else is private. Imports are lazy so that the stdlib-only
-catalogers (used by the host collectors, even inside foreign Python 3.8 interpreters) can
-be imported without pulling in the scanner.
+`ImageScan.facts()` (manifest sections `image`, `os`, `python`, `cuda`), `ImageError`,
+`SOURCES_HELP`, and the one registry client `Registry` with its `RegistryError` (pull and
+push: `prov publish --to registry:` uses it). Everything else is private. Imports are lazy
+so that the stdlib-only catalogers (used by the host collectors, even inside foreign Python
+3.8 interpreters) can be imported without pulling in the scanner.
 
 May import only the manifest model (`provenance.model`, redaction included).
 """
 
 from __future__ import annotations
 
-__all__ = ["SOURCES_HELP", "ImageError", "ImageScan", "scan_image"]
+__all__ = ["SOURCES_HELP", "ImageError", "ImageScan", "Registry", "RegistryError", "scan_image"]
 
 
 def __getattr__(name: str) -> object:  # no typing import: see above
@@ -27,6 +28,10 @@ def __getattr__(name: str) -> object:  # no typing import: see above
         from containers.errors import ImageError
 
         return ImageError
+    if name in ("Registry", "RegistryError"):
+        from containers import registry
+
+        return getattr(registry, name)
     if name == "SOURCES_HELP":
         from containers.reference import SOURCES_HELP
 

@@ -17,14 +17,14 @@ import sysconfig
 import time
 from pathlib import Path
 
-from containers.catalogers.python_dist import (
+from containers.catalogers import (
     NO_RECORD,
     checked_rows,
     content_fingerprint,
     normalize_name,
 )
-from containers.catalogers.python_dist import headers as _headers
-from containers.catalogers.python_dist import record_rows as _record_rows
+from containers.catalogers import headers as _headers
+from containers.catalogers import record_rows as _record_rows
 
 
 def strip_url_credentials(text: str) -> str:
@@ -190,9 +190,8 @@ def _stamp(path: str) -> list:
 
 
 def _python_dist_file() -> str:
-    from containers.catalogers import python_dist
-
-    return python_dist.__file__
+    """The fingerprint code's own file (its changes invalidate the cache)."""
+    return sys.modules[content_fingerprint.__module__].__file__ or ""
 
 
 def _record_facts(where: Path, keep: bool, cache: FingerprintCache | None, warnings: list,
