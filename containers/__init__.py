@@ -15,7 +15,7 @@ from __future__ import annotations
 __all__ = ["SOURCES_HELP", "ImageError", "ImageScan", "Registry", "RegistryError", "scan_image"]
 
 
-def __getattr__(name: str) -> object:  # no typing import: see above
+def __getattr__(name: str) -> object:  # no `typing` import: foreign interpreters load this
     if name == "scan_image":
         from containers.scan import scan_image
 
