@@ -167,6 +167,12 @@ def peer_command(python: str, peer: str) -> list[str]:
     return [python, "-c", code, *argv]
 
 
+def manifest_digest(prov: list[str], env: dict[str, str]) -> str:
+    """The identity digest `prov snapshot` prints (its `digest` summary line)."""
+    out = subprocess.run(prov, capture_output=True, text=True, env=env, check=True).stdout
+    return next(line.split()[-1] for line in out.splitlines() if line.split()[:1] == ["digest"])
+
+
 def clear_prov_caches(cache_root: Path) -> None:
     shutil.rmtree(cache_root, ignore_errors=True)
 
@@ -208,12 +214,14 @@ def peers_mode(args: argparse.Namespace) -> None:
     cold = measure({"prov snapshot (cold)": (prov, cold_env)}, max(3, args.repeats // 2),
                    before={"prov snapshot (cold)": lambda: clear_prov_caches(cold_cache)})
     samples.update(cold)
-    report(args, samples, count, missing, python)
+    clear_prov_caches(cold_cache)
+    same = manifest_digest(prov, cold_env) == manifest_digest(prov, cold_env)  # cold, then warm
+    report(args, samples, count, missing, python, same)
     shutil.rmtree(store, ignore_errors=True)
 
 
 def report(args: argparse.Namespace, samples: dict[str, list[float]], count: int,
-           missing: dict[str, str], python: str) -> None:
+           missing: dict[str, str], python: str, cold_equals_warm: bool) -> None:
     med = {name: statistics.median(s) for name, s in samples.items()}
     base = med["pip list --format=freeze"]
     ceteris = next((v for k, v in med.items() if k.startswith("ceteris")), None)
@@ -226,6 +234,7 @@ def report(args: argparse.Namespace, samples: dict[str, list[float]], count: int
         "samples_s": samples,
         "ratio_to_pip_list": {k: v / base for k, v in med.items()},
         "peers_unavailable": missing,
+        "cold_digest_equals_warm_digest": cold_equals_warm,
         "targets": {
             "warm <= 0.25x pip list": warm / base <= 0.25,
             "warm < ceteris capture": ceteris is not None and warm < ceteris,
@@ -246,6 +255,7 @@ def report(args: argparse.Namespace, samples: dict[str, list[float]], count: int
     lines.append("")
     for peer, why in missing.items():
         lines.append(f"- {peer}: not measured, `pip download --no-deps {peer}`: {why}")
+    lines.append(f"- a cold and a warm snapshot give the same identity digest: {cold_equals_warm}")
     for target, met in result["targets"].items():
         lines.append(f"- target {target}: {'met' if met else 'MISSED'}")
     (out / "snapshot-peers.md").write_text("\n".join(lines) + "\n")
