@@ -133,9 +133,13 @@ def run_snapshot(
 
 
 def _interpreter_path(python: str) -> str:
-    """`--python` must name an executable file; anything else is bad input (exit 2)."""
+    """`--python` must name an executable file (a bare name is looked up on PATH, as the
+    shell would); anything else is bad input (exit 2)."""
     import os
+    import shutil
 
+    if os.sep not in python:
+        python = shutil.which(python) or python
     path = Path(python)
     if not path.exists():
         raise ProvError(f"--python {python}: no such file")

@@ -53,3 +53,15 @@ def test_a_real_interpreter_is_still_stored(tmp_path):
     proc = run_prov("snapshot", "--python", sys.executable, env={"PROV_STORE": str(store)})
     assert proc.returncode == 0, proc.stderr
     assert _objects(store)
+
+
+def test_a_bare_name_is_found_on_path(tmp_path):
+    import shutil
+
+    name = "python3" if shutil.which("python3") else "python"
+    store = tmp_path / "store"
+    proc = run_prov("snapshot", "--python", name, env={"PROV_STORE": str(store)})
+    assert proc.returncode == 0, proc.stderr
+    missing = run_prov("snapshot", "--python", "no-such-python-here",
+                       env={"PROV_STORE": str(store)})
+    assert "no such file" in assert_one_line_error(missing)
