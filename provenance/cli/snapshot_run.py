@@ -92,8 +92,10 @@ def run_snapshot(
     python: str | None,
     verify_files: bool,
     image: str | None,
+    started: object = None,
 ) -> None:
-    """`prov snapshot`: collect, store (or write --out), print the summary."""
+    """`prov snapshot`: collect, store (or write --out), print the summary. `started`: the
+    --python collector child the fast path already started (`collectors.foreign.start`)."""
     if fmt not in ("toml", "json"):
         raise ProvError(f"--format must be toml or json, not {fmt!r}")
     if out is not None and out.parent and not out.parent.exists():
@@ -105,7 +107,8 @@ def run_snapshot(
         python = _interpreter_path(python)
     from provenance.snapshot import SnapshotOptions, take_snapshot
 
-    manifest, warnings = take_snapshot(SnapshotOptions(python=python, verify_files=verify_files))
+    options = SnapshotOptions(python=python, verify_files=verify_files, started=started)
+    manifest, warnings = take_snapshot(options)
     if python is not None:
         _require_python_section(python, manifest.facts)
     digest = manifest.digest()

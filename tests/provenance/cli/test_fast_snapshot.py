@@ -70,3 +70,17 @@ def test_errors_keep_the_cli_rules(tmp_path):
     proc = run_prov("snapshot", "--format", "yaml", env={"PROV_STORE": str(tmp_path / "s")})
     assert proc.returncode == 2
     assert proc.stderr.strip() == "prov: error: --format must be toml or json, not 'yaml'"
+
+
+def test_the_early_started_collector_answers_as_the_typer_path(tmp_path):
+    """`--python` through the fast path (collector child started before prov's imports)
+    records what the typer path records."""
+    env = {**os.environ, "PROV_STORE": str(tmp_path / "store")}
+    args = ["snapshot", "--python", sys.executable, "--json"]
+    fast_run = subprocess.run([PROV, *args], capture_output=True, text=True, env=env, timeout=300)
+    typer_run = subprocess.run([sys.executable, "-c", "from provenance.cli import main; main()",
+                                *args], capture_output=True, text=True, env=env, timeout=300)
+    assert fast_run.returncode == typer_run.returncode == 0, fast_run.stderr + typer_run.stderr
+    fast_py, typer_py = (json.loads(p.stdout)["python"] for p in (fast_run, typer_run))
+    assert fast_py["packages"] == typer_py["packages"]
+    assert fast_py["executable"] == typer_py["executable"]
