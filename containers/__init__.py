@@ -12,12 +12,10 @@ May import only the manifest model (`provenance.model`, redaction included).
 
 from __future__ import annotations
 
-from typing import Any
-
 __all__ = ["SOURCES_HELP", "ImageError", "ImageScan", "Registry", "RegistryError", "scan_image"]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:  # no `typing` import: foreign interpreters load this
     if name == "scan_image":
         from containers.scan import scan_image
 
