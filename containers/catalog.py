@@ -49,6 +49,13 @@ def wants(path: str) -> object:
     return None
 
 
+def wants_verifying(path: str) -> object:
+    """`wants`, plus dpkg's md5sums files (the claims file verification checks)."""
+    if path.endswith(".md5sums") and path.startswith((INFO, STATUS_D)):
+        return CONTENT
+    return wants(path)
+
+
 @dataclass
 class DpkgHistory:
     """Which layer introduced each package at its current version (status is rewritten
@@ -92,6 +99,7 @@ class PythonDist:
     name: str
     location: str  # "/opt/venv/lib/python3.11/site-packages"
     facts: dict[str, Any]
+    meta: str = ""  # its metadata: "opt/.../six-1.17.0.dist-info", ".../conda-meta/x.json"
 
 
 def os_section(view: FileView, history: DpkgHistory, warnings: list[str]) -> dict[str, Any]:
@@ -167,6 +175,7 @@ def python_dists(
                         python_dist.normalize_name(meta["name"]),
                         "/" + parent,
                         {"version": meta["version"], "installer": "conda", "layer": layer},
+                        path,
                     )
                 )
             continue
@@ -192,19 +201,33 @@ def python_dists(
         owner = owners.get(meta_dir)
         if owner is not None:
             facts["debian_package"] = owner
-        dists.append(PythonDist(python_dist.normalize_name(hdr["Name"]), location, facts))
+        name = python_dist.normalize_name(hdr["Name"])
+        dists.append(PythonDist(name, location, facts, meta_dir))
     return dists
+
+
+def dist_rank(d: PythonDist) -> tuple[int, str]:
+    """Which copy of a project wins when several environments hold it (lowest first)."""
+    return (0 if d.location.endswith("site-packages") else 1, d.location)
+
+
+def dist_keys(dists: list[PythonDist]) -> list[tuple[str, PythonDist]]:
+    """`python:<name>` for the copy that wins, `python:<name>@<location>` for the others."""
+    seen: set[str] = set()
+    out = []
+    for dist in sorted(dists, key=dist_rank):
+        key = f"python:{dist.name}"
+        out.append((key if dist.name not in seen else f"{key}@{dist.location}", dist))
+        seen.add(dist.name)
+    return out
 
 
 def python_section(dists: list[PythonDist]) -> dict[str, Any]:
     """Keyed by normalised name like the host's; when several environments in the image hold
     one project, a virtual environment's copy wins and the others are listed as shadowed."""
 
-    def rank(d: PythonDist) -> tuple[int, str]:
-        return (0 if d.location.endswith("site-packages") else 1, d.location)
-
     packages: dict[str, Any] = {}
-    for dist in sorted(dists, key=rank):
+    for dist in sorted(dists, key=dist_rank):
         if dist.name in packages:
             owner = dist.facts.get("debian_package")
             packages[dist.name].setdefault("shadowed", []).append(

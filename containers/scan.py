@@ -16,12 +16,14 @@ from containers.catalog import (
     python_dists,
     python_section,
     wants,
+    wants_verifying,
 )
 from containers.decompress import Decompressed
 from containers.digest import chain_ids
 from containers.errors import ImageError
 from containers.resolve import check_config
 from containers.sources import Opened, open_source
+from containers.verify import PackageCheck, verify_files
 from containers.walk import Layer, walk
 
 # progress(event, layer_index, done_bytes, total_bytes); event: "start", "advance", "end"
@@ -56,6 +58,8 @@ class ImageScan:
     python_dists: list[PythonDist]
     cuda: dict[str, Any]
     warnings: list[str]
+    # package key -> its file check (None: the scan did not verify files)
+    files: dict[str, PackageCheck] | None = None
 
     @property
     def config_digest(self) -> str:
@@ -175,7 +179,9 @@ def _history(config: dict[str, Any], n_layers: int) -> list[dict[str, Any]]:
     return hist if len(hist) == n_layers else [{}] * n_layers
 
 
-def scan_opened(opened: Opened, progress: Progress | None = None) -> ImageScan:
+def scan_opened(
+    opened: Opened, progress: Progress | None = None, verify: bool = True
+) -> ImageScan:
     r = opened.resolved
     diff_ids = check_config(r.config, len(r.layers), f"{opened.source}: config")
     chains = chain_ids(diff_ids)
@@ -224,7 +230,13 @@ def scan_opened(opened: Opened, progress: Progress | None = None) -> ImageScan:
         def on_bytes(index: int, done: int) -> None:
             progress("advance", index, done, r.layers[index].size)
 
-    view = walk(layer_list(), wants, on_layer=on_layer, on_bytes=on_bytes)
+    view = walk(
+        layer_list(),
+        wants_verifying if verify else wants,
+        on_layer=on_layer,
+        on_bytes=on_bytes,
+        hash_files=verify,
+    )
     warnings = list(opened.notes) + view.warnings
     os_sec = os_section(view, history, warnings)
     machine = r.platform.split("/")
@@ -234,15 +246,20 @@ def scan_opened(opened: Opened, progress: Progress | None = None) -> ImageScan:
     dists = python_dists(view, set((os_sec.get("dpkg") or {}).keys()), warnings, py_history)
     py = python_section(dists)
     cu = cuda_section(view, os_sec, py)
-    return ImageScan(opened, infos, os_sec, py, dists, cu, warnings)
+    files = verify_files(view, dists, list(os_sec.get("dpkg") or {})) if verify else None
+    return ImageScan(opened, infos, os_sec, py, dists, cu, warnings, files)
 
 
 def scan_image(
-    source: str, progress: Progress | None = None, platform: str | None = None
+    source: str,
+    progress: Progress | None = None,
+    platform: str | None = None,
+    verify_files: bool = True,
 ) -> ImageScan:
-    """Open `source`, read every layer once, and catalog what the final file view holds."""
+    """Open `source`, read every layer once, and catalog what the final file view holds;
+    with `verify_files`, every file a package claims is re-hashed in the same pass."""
     opened = open_source(source, platform)
     try:
-        return scan_opened(opened, progress)
+        return scan_opened(opened, progress, verify_files)
     finally:
         opened.close()

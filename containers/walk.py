@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from containers.decompress import Decompressed, Reader
 from containers.errors import ImageError
+from containers.filehash import FileDigest, digest_body, digest_bytes
 from containers.tarstream import (
     BLOCKDEV,
     CHARDEV,
@@ -49,6 +50,9 @@ class FileView:
     files: dict[str, tuple[int, bytes]] = field(default_factory=dict)
     names: dict[str, int] = field(default_factory=dict)
     links: dict[str, tuple[int, str]] = field(default_factory=dict)
+    # every regular file's digests (when the walk hashes files): what verification reads
+    digests: dict[str, FileDigest] = field(default_factory=dict)
+    deleted: dict[str, int] = field(default_factory=dict)  # path -> the layer that deleted it
     warnings: list[str] = field(default_factory=list)
 
     def resolve(self, path: str) -> str | None:
@@ -103,16 +107,28 @@ def _under(path: str, roots: set[str]) -> bool:
     return False
 
 
-def _delete(view: FileView, whiteouts: set[str], opaque: set[str]) -> None:
+def _delete(view: FileView, whiteouts: set[str], opaque: set[str], layer: int) -> None:
+    """Apply one layer's whiteouts; a hashed file they remove is remembered as deleted."""
+    if not whiteouts and not opaque:
+        return
+    before = set(view.digests)
+    _delete_in(view, whiteouts, opaque)
+    if len(before) != len(view.digests):
+        for path in before.difference(view.digests):
+            view.deleted[path] = layer
+
+
+def _delete_in(view: FileView, whiteouts: set[str], opaque: set[str]) -> None:
+    maps = (view.files, view.names, view.links, view.digests)
     if whiteouts:
-        for d in (view.files, view.names, view.links):
+        for d in maps:
             for key in [k for k in d if _under(k, whiteouts)]:
                 del d[key]
     if "" in opaque:  # an opaque root: nothing of the lower layers remains
-        for d in (view.files, view.names, view.links):
+        for d in maps:
             d.clear()
     elif opaque:
-        for d in (view.files, view.names, view.links):
+        for d in maps:
             for key in [k for k in d if "/" in k and _under(k.rsplit("/", 1)[0], opaque)]:
                 del d[key]
 
@@ -122,11 +138,13 @@ def walk(
     wants: Wants,
     on_layer: Callable[[int, Decompressed, dict[str, bytes]], None] | None = None,
     on_bytes: Callable[[int, int], None] | None = None,
+    hash_files: bool = False,
 ) -> FileView:
     """Stream every layer once; returns the final view of wanted files.
 
     on_layer(index, stream, staged_files) runs after each layer (DiffID known, digest
-    verified); on_bytes(index, compressed_bytes_so_far) feeds a progress bar.
+    verified); on_bytes(index, compressed_bytes_so_far) feeds a progress bar. hash_files:
+    every regular file's body is also hashed as it streams past (`FileView.digests`).
     """
     view = FileView()
     for layer in layers:
@@ -140,7 +158,7 @@ def walk(
             return data
 
         try:
-            staged = _read_layer(layer, chunk, wants, view)
+            staged = _read_layer(layer, chunk, wants, view, hash_files)
             stream.drain()
             # the verifying reader raises here if the blob's bytes do not match its digest
             drain = getattr(raw, "drain", None)
@@ -149,8 +167,8 @@ def walk(
             stream.diff_id()  # before close() stops the hashing threads
         finally:
             stream.close()
-        staged_files, staged_names, staged_links, regular, whiteouts, opaque = staged
-        _delete(view, whiteouts, opaque)
+        staged_files, staged_names, staged_links, regular, whiteouts, opaque, hashed = staged
+        _delete(view, whiteouts, opaque, layer.index)
         for path in staged_files:
             view.links.pop(path, None)
             view.names.pop(path, None)
@@ -160,6 +178,8 @@ def walk(
         for path in staged_links:
             view.files.pop(path, None)
             view.names.pop(path, None)
+            if view.digests.pop(path, None) is not None:
+                view.deleted[path] = layer.index
         # a regular file written here also hides a lower symlink at that path
         for path in regular:
             view.links.pop(path, None)
@@ -171,12 +191,18 @@ def walk(
         view.files.update((p, (idx, b)) for p, b in staged_files.items())
         view.names.update((p, idx) for p in staged_names)
         view.links.update((p, (idx, t)) for p, t in staged_links.items())
+        view.digests.update(hashed)
+        if view.deleted:
+            for path in hashed:
+                view.deleted.pop(path, None)
         if on_layer is not None:
             on_layer(idx, stream, staged_files)
     return view
 
 
-def _read_layer(layer: Layer, chunk: Callable[[], bytes], wants: Wants, view: FileView):
+def _read_layer(
+    layer: Layer, chunk: Callable[[], bytes], wants: Wants, view: FileView, hash_files: bool
+):
     """One layer's staged entries; the digest checks run when its stream is drained."""
     staged_files: dict[str, bytes] = {}
     staged_names: set[str] = set()
@@ -184,6 +210,8 @@ def _read_layer(layer: Layer, chunk: Callable[[], bytes], wants: Wants, view: Fi
     regular: set[str] = set()
     whiteouts: set[str] = set()
     opaque: set[str] = set()
+    hashed: dict[str, FileDigest] = {}
+    idx = layer.index
     for entry, read_body in entries(chunk, layer.what):
         path = entry.path
         if not path:
@@ -204,6 +232,7 @@ def _read_layer(layer: Layer, chunk: Callable[[], bytes], wants: Wants, view: Fi
         staged_links.pop(path, None)
         staged_files.pop(path, None)
         staged_names.discard(path)
+        hashed.pop(path, None)
         if entry.type == SYMLINK:
             staged_links[path] = entry.linkname
             continue
@@ -220,6 +249,8 @@ def _read_layer(layer: Layer, chunk: Callable[[], bytes], wants: Wants, view: Fi
                     f"{entry.linkname!r}"
                 )
             regular.add(path)
+            if target in hashed:
+                hashed[path] = hashed[target]
             if want is NAME:
                 staged_names.add(path)
             elif want is not None:
@@ -231,14 +262,16 @@ def _read_layer(layer: Layer, chunk: Callable[[], bytes], wants: Wants, view: Fi
                     )
             continue
         regular.add(path)
-        if want is None:
-            continue
-        if want is NAME:
-            staged_names.add(path)
-            continue
-        if entry.size > MAX_WANTED_FILE:
-            view.warnings.append(f"{layer.what}: /{path} is too large to read; skipped")
+        if want is None or want is NAME or entry.size > MAX_WANTED_FILE:
+            if want is NAME:
+                staged_names.add(path)
+            elif want is not None:
+                view.warnings.append(f"{layer.what}: /{path} is too large to read; skipped")
+            if hash_files:
+                hashed[path] = digest_body(idx, path, entry.size, read_body)
             continue
         data = read_body()
+        if hash_files:
+            hashed[path] = digest_bytes(idx, path, data)
         staged_files[path] = want(data) if callable(want) else data
-    return staged_files, staged_names, staged_links, regular, whiteouts, opaque
+    return staged_files, staged_names, staged_links, regular, whiteouts, opaque, hashed
