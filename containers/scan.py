@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from containers.catalog import (
@@ -141,6 +141,23 @@ class ImageScan:
         if self.warnings:
             facts["warnings"] = list(self.warnings)
         return facts
+
+    def file_checks(self) -> dict[str, dict[str, Any]] | None:
+        """The file verification as plain data (what an image lock records)."""
+        if self.files is None:
+            return None
+        out: dict[str, dict[str, Any]] = {}
+        for key, check in self.files.items():
+            entry: dict[str, Any] = {"checked": check.checked}
+            for kind in ("modified", "missing", "unclaimed"):
+                issues = getattr(check, kind)
+                if issues:
+                    entry[kind] = [
+                        {k: v for k, v in asdict(i).items() if v not in (None, "")}
+                        for i in issues
+                    ]
+            out[key] = entry
+        return out
 
     def packages(self) -> dict[str, dict[str, Any]]:
         """`dpkg:<name>` and `python:<name>` -> {version, layer}: what a lock pins."""

@@ -83,7 +83,8 @@ def pin(
 
     scan = scan_with_progress(source, quiet=as_json, platform=platform)
     facts = scan.facts()
-    text = lock_from_facts(facts, created_by=f"prov {version('prov-llm')}")
+    files = scan.file_checks()
+    text = lock_from_facts(facts, created_by=f"prov {version('prov-llm')}", files=files)
     write_atomic(out, text)
     image = facts["image"]
     summary = {
@@ -96,6 +97,7 @@ def pin(
         "config_digest": image["config_digest"],
         "layers": len(image["layers"]),
         "packages": len(scan.packages()),
+        "files": _files_summary(files or {}),
         "warnings": scan.warnings,
     }
     if as_json:
@@ -110,6 +112,11 @@ def pin(
         if summary.get(label) is not None:
             con.print(f"[bold]{label:>16}[/bold]  {summary[label]}")
     con.print(f"[bold]{'packages':>16}[/bold]  {summary['packages']}")
+    f = summary["files"]
+    con.print(
+        f"[bold]{'files':>16}[/bold]  {f['checked']} checked, {f['modified']} modified, "
+        f"{f['missing']} missing, {f['unclaimed']} unclaimed"
+    )
     if image["manifest_synthesized"]:
         con.print(
             "[yellow]         warning[/yellow]  manifest synthesized by docker save: its digest "
@@ -118,3 +125,11 @@ def pin(
     for w in scan.warnings:
         con.print(f"[yellow]         warning[/yellow]  {w}")
     con.print(f"[bold]{'written':>16}[/bold]  {out}")
+
+
+def _files_summary(files: dict[str, Any]) -> dict[str, int]:
+    """Totals over the per-package file checks."""
+    out = {"checked": sum(c.get("checked", 0) for c in files.values())}
+    for kind in ("modified", "missing", "unclaimed"):
+        out[kind] = sum(len(c.get(kind, [])) for c in files.values())
+    return out
