@@ -19,9 +19,11 @@ INFO = "var/lib/dpkg/info/"
 
 
 def _list_filter(data: bytes) -> bytes:
-    """Keep only the Python metadata lines of a dpkg .list file: memory stays small."""
+    """Keep only the Python metadata and CUDA library lines of a dpkg .list file (who owns
+    them): memory stays small."""
     text = data.decode("utf-8", "replace")
-    return "\n".join(dpkg.parse_list_owned(text)).encode()
+    libs = [x for x in text.splitlines() if ".so." in x and cuda.LIBRARY.match(x.rsplit("/")[-1])]
+    return "\n".join(dpkg.parse_list_owned(text) + libs).encode()
 
 
 def wants(path: str) -> object:
@@ -240,7 +242,14 @@ def python_section(dists: list[PythonDist]) -> dict[str, Any]:
     return {"packages": packages, "site_packages": locations}
 
 
-def cuda_section(view: FileView, os_sec: dict[str, Any], py: dict[str, Any]) -> dict[str, Any]:
+def cuda_section(
+    view: FileView,
+    os_sec: dict[str, Any],
+    py: dict[str, Any],
+    owners: dict[str, dict[str, str]] | None = None,
+) -> dict[str, Any]:
+    """Toolkits, libraries (by file name, each path with the package that ships it, when
+    one lists it: `owners`) and the CUDA packages."""
     section: dict[str, Any] = {}
     toolkits: dict[str, Any] = {}
     for path in sorted(p for p in view.files if _CUDA_JSON.match(p)):
@@ -263,6 +272,8 @@ def cuda_section(view: FileView, os_sec: dict[str, Any], py: dict[str, Any]) -> 
         if version not in entry["versions"]:
             entry["versions"].append(version)
         entry["paths"].append("/" + path)
+        if owners and path in owners:
+            entry.setdefault("owners", {})["/" + path] = dict(owners[path])
     for entry in libs.values():
         # the most specific version (libcudnn.so.9.1.0 over libcudnn.so.9)
         entry["version"] = max(entry["versions"], key=lambda v: (v.count("."), v))

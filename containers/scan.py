@@ -18,9 +18,11 @@ from containers.catalog import (
     wants,
     wants_verifying,
 )
+from containers.catalogers import cuda
 from containers.decompress import Decompressed
 from containers.digest import chain_ids
 from containers.errors import ImageError
+from containers.owners import library_owners
 from containers.resolve import check_config
 from containers.sources import Opened, open_source
 from containers.verify import PackageCheck, verify_files
@@ -262,7 +264,9 @@ def scan_opened(
         os_sec["machine"] = _MACHINE.get(machine[1], machine[1])
     dists = python_dists(view, set((os_sec.get("dpkg") or {}).keys()), warnings, py_history)
     py = python_section(dists)
-    cu = cuda_section(view, os_sec, py)
+    libs = {p for p in view.names if cuda.LIBRARY.match(p.rsplit("/", 1)[-1])}
+    owners = library_owners(view, dists, os_sec.get("dpkg") or {}, libs)
+    cu = cuda_section(view, os_sec, py, owners)
     files = verify_files(view, dists, list(os_sec.get("dpkg") or {})) if verify else None
     return ImageScan(opened, infos, os_sec, py, dists, cu, warnings, files)
 
