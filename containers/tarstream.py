@@ -75,11 +75,11 @@ class _Buffer:
         avail = len(self._buf) - self._pos
         if avail >= n:
             if n:
-                sink(self._buf[self._pos : self._pos + n])
+                sink(memoryview(self._buf)[self._pos : self._pos + n])
             self._pos += n
             return self.skip(padded - n)
         if avail:
-            sink(self._buf[self._pos :] if self._pos else self._buf)
+            sink(memoryview(self._buf)[self._pos :] if self._pos else self._buf)
         need = n - avail
         self._buf, self._pos = b"", 0
         while need > 0:
@@ -87,7 +87,7 @@ class _Buffer:
             if not data:
                 return False
             if len(data) > need:
-                sink(data[:need])
+                sink(memoryview(data)[:need])
                 self._buf, self._pos = data, need
                 return self.skip(padded - n)
             sink(data)

@@ -61,6 +61,8 @@ class FileView:
         Absolute targets are relative to the image root (as inside a chroot). A relative
         target that climbs above the root is refused rather than clamped.
         """
+        if self._plain(path):
+            return path
         parts = [p for p in path.split("/") if p]
         done: list[str] = []
         hops = 0
@@ -86,6 +88,19 @@ class FileView:
                 done = []
             parts = [p for p in target.split("/") if p] + parts
         return "/".join(done)
+
+    def _plain(self, path: str) -> bool:
+        """Whether `path` is already normal and no prefix of it is a symlink (the common
+        case, answered without splitting: verification resolves every claimed path)."""
+        if not path or path[0] == "/" or "//" in path or "/." in path or path[0] == ".":
+            return False
+        links = self.links
+        pos = path.find("/")
+        while pos >= 0:
+            if path[:pos] in links:
+                return False
+            pos = path.find("/", pos + 1)
+        return path not in links
 
     def read(self, path: str) -> tuple[int, bytes] | None:
         """A wanted file's (layer, bytes), following symlinks inside the root."""
