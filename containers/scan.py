@@ -199,7 +199,7 @@ def _history(config: dict[str, Any], n_layers: int) -> list[dict[str, Any]]:
 
 
 def scan_opened(
-    opened: Opened, progress: Progress | None = None, verify: bool = True
+    opened: Opened, progress: Progress | None = None, verify: bool = False
 ) -> ImageScan:
     r = opened.resolved
     diff_ids = check_config(r.config, len(r.layers), f"{opened.source}: config")
@@ -275,7 +275,7 @@ def scan_image(
     source: str,
     progress: Progress | None = None,
     platform: str | None = None,
-    verify_files: bool = True,
+    verify_files: bool = False,
 ) -> ImageScan:
     """Open `source`, read every layer once, and catalog what the final file view holds;
     with `verify_files`, every file a package claims is re-hashed in the same pass."""

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from containers.decompress import Decompressed, Reader
 from containers.errors import ImageError
-from containers.filehash import FileDigest, digest_body, digest_bytes
+from containers.filehash import FileDigest, FileHasher, digest_bytes
 from containers.tarstream import (
     BLOCKDEV,
     CHARDEV,
@@ -162,61 +162,88 @@ def walk(
     every regular file's body is also hashed as it streams past (`FileView.digests`).
     """
     view = FileView()
-    for layer in layers:
-        raw = layer.open()
-        stream = Decompressed(raw, layer.what)
-
-        def chunk(stream: Decompressed = stream, idx: int = layer.index) -> bytes:
-            data = stream.chunk()
-            if on_bytes is not None:
-                on_bytes(idx, stream.compressed)
-            return data
-
-        try:
-            staged = _read_layer(layer, chunk, wants, view, hash_files)
-            stream.drain()
-            # the verifying reader raises here if the blob's bytes do not match its digest
-            drain = getattr(raw, "drain", None)
-            if drain is not None:
-                drain()
-            stream.diff_id()  # before close() stops the hashing threads
-        finally:
-            stream.close()
-        staged_files, staged_names, staged_links, regular, whiteouts, opaque, hashed = staged
-        _delete(view, whiteouts, opaque, layer.index)
-        for path in staged_files:
-            view.links.pop(path, None)
-            view.names.pop(path, None)
-        for path in staged_names:
-            view.links.pop(path, None)
-            view.files.pop(path, None)
-        for path in staged_links:
-            view.files.pop(path, None)
-            view.names.pop(path, None)
-            if view.digests.pop(path, None) is not None:
-                view.deleted[path] = layer.index
-        # a regular file written here also hides a lower symlink at that path
-        for path in regular:
-            view.links.pop(path, None)
-            if path not in staged_files:
-                view.files.pop(path, None)
-            if path not in staged_names:
-                view.names.pop(path, None)
-        idx = layer.index
-        view.files.update((p, (idx, b)) for p, b in staged_files.items())
-        view.names.update((p, idx) for p in staged_names)
-        view.links.update((p, (idx, t)) for p, t in staged_links.items())
-        view.digests.update(hashed)
-        if view.deleted:
-            for path in hashed:
-                view.deleted.pop(path, None)
-        if on_layer is not None:
-            on_layer(idx, stream, staged_files)
+    hasher = FileHasher() if hash_files else None
+    try:
+        for layer in layers:
+            _walk_layer(view, layer, wants, on_layer, on_bytes, hasher)
+    finally:
+        if hasher is not None:
+            hasher.close()
     return view
 
 
+def _walk_layer(
+    view: FileView,
+    layer: Layer,
+    wants: Wants,
+    on_layer: Callable[[int, Decompressed, dict[str, bytes]], None] | None,
+    on_bytes: Callable[[int, int], None] | None,
+    hasher: FileHasher | None,
+) -> None:
+    """Stream one layer and merge what it staged into the view."""
+    raw = layer.open()
+    stream = Decompressed(raw, layer.what)
+
+    def chunk(stream: Decompressed = stream, idx: int = layer.index) -> bytes:
+        data = stream.chunk()
+        if on_bytes is not None:
+            on_bytes(idx, stream.compressed)
+        return data
+
+    try:
+        staged = _read_layer(layer, chunk, wants, view, hasher)
+        if hasher is not None:
+            hasher.settle(staged[-1])
+        stream.drain()
+        # the verifying reader raises here if the blob's bytes do not match its digest
+        drain = getattr(raw, "drain", None)
+        if drain is not None:
+            drain()
+        stream.diff_id()  # before close() stops the hashing threads
+    finally:
+        stream.close()
+    _merge(view, staged, layer.index)
+    if on_layer is not None:
+        on_layer(layer.index, stream, staged[0])
+
+
+def _merge(view: FileView, staged: tuple, idx: int) -> None:
+    """Apply one layer's deletions, then its entries, to the view."""
+    staged_files, staged_names, staged_links, regular, whiteouts, opaque, hashed = staged
+    _delete(view, whiteouts, opaque, idx)
+    for path in staged_files:
+        view.links.pop(path, None)
+        view.names.pop(path, None)
+    for path in staged_names:
+        view.links.pop(path, None)
+        view.files.pop(path, None)
+    for path in staged_links:
+        view.files.pop(path, None)
+        view.names.pop(path, None)
+        if view.digests.pop(path, None) is not None:
+            view.deleted[path] = idx
+    # a regular file written here also hides a lower symlink at that path
+    for path in regular:
+        view.links.pop(path, None)
+        if path not in staged_files:
+            view.files.pop(path, None)
+        if path not in staged_names:
+            view.names.pop(path, None)
+    view.files.update((p, (idx, b)) for p, b in staged_files.items())
+    view.names.update((p, idx) for p in staged_names)
+    view.links.update((p, (idx, t)) for p, t in staged_links.items())
+    view.digests.update(hashed)
+    if view.deleted:
+        for path in hashed:
+            view.deleted.pop(path, None)
+
+
 def _read_layer(
-    layer: Layer, chunk: Callable[[], bytes], wants: Wants, view: FileView, hash_files: bool
+    layer: Layer,
+    chunk: Callable[[], bytes],
+    wants: Wants,
+    view: FileView,
+    hasher: FileHasher | None,
 ):
     """One layer's staged entries; the digest checks run when its stream is drained."""
     staged_files: dict[str, bytes] = {}
@@ -282,11 +309,11 @@ def _read_layer(
                 staged_names.add(path)
             elif want is not None:
                 view.warnings.append(f"{layer.what}: /{path} is too large to read; skipped")
-            if hash_files:
-                hashed[path] = digest_body(idx, path, entry.size, read_body)
+            if hasher is not None:
+                hashed[path] = hasher.digest_body(idx, path, entry.size, read_body)
             continue
         data = read_body()
-        if hash_files:
+        if hasher is not None:
             hashed[path] = digest_bytes(idx, path, data)
         staged_files[path] = want(data) if callable(want) else data
     return staged_files, staged_names, staged_links, regular, whiteouts, opaque, hashed

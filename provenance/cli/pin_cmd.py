@@ -16,13 +16,16 @@ from provenance.cli import app
 from provenance.model.errors import ProvError
 
 
-def scan_with_progress(source: str, quiet: bool = False, platform: str | None = None) -> Any:
-    """Scan an image with a rich progress bar per layer on stderr; user errors -> ProvError."""
+def scan_with_progress(
+    source: str, quiet: bool = False, platform: str | None = None, verify_files: bool = False
+) -> Any:
+    """Scan an image with a rich progress bar per layer on stderr; user errors -> ProvError.
+    `verify_files`: every file a package claims is re-hashed in the same pass (`prov pin`)."""
     from containers import ImageError, scan_image
 
     if quiet or not sys.stderr.isatty():
         try:
-            return scan_image(source, platform=platform)
+            return scan_image(source, platform=platform, verify_files=verify_files)
         except ImageError as exc:
             raise ProvError(str(exc)) from None
     from rich.progress import (
@@ -52,7 +55,9 @@ def scan_with_progress(source: str, quiet: bool = False, platform: str | None = 
                     bar.update(tasks[index], completed=total or done)
 
         try:
-            return scan_image(source, progress=progress, platform=platform)
+            return scan_image(
+                source, progress=progress, platform=platform, verify_files=verify_files
+            )
         except ImageError as exc:
             raise ProvError(str(exc)) from None
 
@@ -81,7 +86,7 @@ def pin(
 
     from lockfiles.image_lock import lock_from_facts
 
-    scan = scan_with_progress(source, quiet=as_json, platform=platform)
+    scan = scan_with_progress(source, quiet=as_json, platform=platform, verify_files=True)
     facts = scan.facts()
     files = scan.file_checks()
     text = lock_from_facts(facts, created_by=f"prov {version('prov-llm')}", files=files)

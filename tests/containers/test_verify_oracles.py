@@ -52,7 +52,7 @@ def vimg() -> VerifyImage:
 
 @pytest.fixture(scope="module")
 def scan(vimg: VerifyImage):
-    return scan_image(f"oci:{vimg.oci}")
+    return scan_image(f"oci:{vimg.oci}", verify_files=True)
 
 
 def _as_tuple(check) -> list:
