@@ -194,6 +194,17 @@ def run_scan(source: str, verify: bool) -> dict:
             "packages": int(packages), "layers": int(layers), "checked": int(checked)}
 
 
+def _stream_bytes(streams: list[tuple[str, str]], which: str) -> int:
+    """Total bytes of the layer blobs (`cat`) or of their uncompressed tars (`codec`)."""
+    total = 0
+    for read, codec in streams:
+        cmd = f"{read} cat" if which == "cat" else _unpack(read, codec)
+        out = subprocess.run(["bash", "-o", "pipefail", "-c", f"{cmd} | wc -c"], check=True,
+                             capture_output=True, text=True).stdout
+        total += int(out.strip())
+    return total
+
+
 def bench(source: str, repeats: int) -> dict:
     streams = layer_streams(source)
     shells = {mode: pipelines(streams, mode) for mode in ("floor", "floor+hash", "hash-only")}
@@ -207,6 +218,8 @@ def bench(source: str, repeats: int) -> dict:
         scans["pin"].append(run_scan(source, verify=False))
         scans["pin+verify"].append(run_scan(source, verify=True))
     row: dict = {"source": source, "layers": scans["pin"][0]["layers"]}
+    row["layer_bytes"] = _stream_bytes(streams, "cat")
+    row["uncompressed_bytes"] = _stream_bytes(streams, "codec")
     row["packages"] = scans["pin"][0]["packages"]
     row["files_checked"] = scans["pin+verify"][0]["checked"]
     for name, values in runs.items():
