@@ -1,5 +1,5 @@
-"""File verification on a larger image (debootstrap rootfs + two pip venvs, one with numpy,
-and a fix-up layer), against the tools' own views of the final rootfs unpacked on disk:
+"""File verification on a larger image (debootstrap rootfs + two pip venvs, one with numpy
+and torch CPU, and a fix-up layer), against the tools' own views of the final rootfs unpacked on disk:
 
 - Python: `importlib.metadata` run by each venv's own interpreter (`dist.files`, the hash
   of every row, each file re-hashed), with `python -m pip show -f` for the file lists;
@@ -90,6 +90,8 @@ def test_python_verification_equals_importlib_and_pip(vimg: VerifyImage, scan) -
     assert [(i.path, i.layer) for i in numpy.modified] == [("/" + changed["numpy_changed"], 3)]
     assert [(i.path, i.layer) for i in numpy.missing] == [("/" + changed["numpy_deleted"], 3)]
     assert numpy.checked > 500 and compared >= 5
+    torch = scan.files["python:torch"]
+    assert torch.checked > 10_000 and torch.clean  # torch's ~15,000-row RECORD, all intact
 
 
 def _md5sum_check(final: Path, md5sums: Path) -> list:
