@@ -13,21 +13,18 @@ from typing import Any
 import typer
 
 from provenance.cli import app
-from provenance.model.errors import ProvError
 
 
 def scan_with_progress(
     source: str, quiet: bool = False, platform: str | None = None, verify_files: bool = False
 ) -> Any:
-    """Scan an image with a rich progress bar per layer on stderr; user errors -> ProvError.
-    `verify_files`: every file a package claims is re-hashed in the same pass (`prov pin`)."""
-    from containers import ImageError, scan_image
+    """Scan an image with a rich progress bar per layer on stderr (ImageError is a ProvError:
+    the CLI prints it once). `verify_files`: every file a package claims is re-hashed in the
+    same pass (`prov pin`)."""
+    from containers import scan_image
 
     if quiet or not sys.stderr.isatty():
-        try:
-            return scan_image(source, platform=platform, verify_files=verify_files)
-        except ImageError as exc:
-            raise ProvError(str(exc)) from None
+        return scan_image(source, platform=platform, verify_files=verify_files)
     from rich.progress import (
         BarColumn,
         DownloadColumn,
@@ -54,21 +51,9 @@ def scan_with_progress(
                 if event == "end":
                     bar.update(tasks[index], completed=total or done)
 
-        try:
-            return scan_image(
-                source, progress=progress, platform=platform, verify_files=verify_files
-            )
-        except ImageError as exc:
-            raise ProvError(str(exc)) from None
-
-
-def write_atomic(path: Path, text: str) -> None:
-    from provenance.cli.io import write_atomic as write
-
-    directory = path.parent if str(path.parent) else Path(".")
-    if not directory.is_dir():
-        raise ProvError(f"{directory}: directory does not exist")
-    write(path, text)
+        return scan_image(
+            source, progress=progress, platform=platform, verify_files=verify_files
+        )
 
 
 @app.command()
@@ -85,6 +70,7 @@ def pin(
     from importlib.metadata import version
 
     from lockfiles.image_lock import lock_from_facts
+    from provenance.model.atomic import write_atomic
 
     scan = scan_with_progress(source, quiet=as_json, platform=platform, verify_files=True)
     facts = scan.facts()

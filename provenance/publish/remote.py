@@ -1,46 +1,23 @@
-"""`prov verify BUNDLE [--key PUB]`: print each numbered step with its verdict."""
+"""`prov verify registry:HOST/REPO@DIGEST`: pull a published artifact, verify its bundle, and
+check that it names the image it hangs off (step 5)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from provenance.publish.verify import FAIL, PASS, SKIP, WARN, verify_bundle
+from provenance.publish.verify import Report, verify_bundle
 
 
-def verify_bundle_command(target: str, key: Path | None, as_json: bool) -> int:
+def verify_target(target: str, key: Path | None) -> Report:
+    """Verify a bundle directory, .tar.gz, or `registry:` reference; never raises on a
+    bundle that fails verification (the report says which step failed)."""
     if target.startswith("registry:"):
-        report = _verify_from_registry(target, key)
-    else:
-        report = verify_bundle(target, key)
-    if as_json:
-        from provenance.cli.output import print_json
-
-        print_json(report.to_json())
-    else:
-        from provenance.cli.output import console
-
-        out = console()
-        marks = {PASS: "[green]pass[/]", FAIL: "[red bold]FAIL[/]", WARN: "[yellow]warn[/]",
-                 SKIP: "[dim]skipped[/]"}
-        for step in report.steps:
-            out.print(f"{step.number}. {step.name}: {marks[step.verdict]}")
-            for line in step.details:
-                out.print(f"     {line}", markup=False)
-        for name, card in report.cards.items():
-            out.print(f"KL disclosure for {name}:")
-            out.print(json.dumps(card, indent=2, sort_keys=True), markup=False)
-        failed = report.failed
-        if failed:
-            out.print(f"[red bold]verification FAILED at step {failed.number} ({failed.name})[/]")
-        else:
-            signed = report.steps[1].verdict == PASS
-            out.print("[green]bundle verified[/]" + ("" if signed else
-                      " (contents only: signature not checked or bundle unsigned)"))
-    return 1 if report.failed else 0
+        return verify_registry_bundle(target, key)
+    return verify_bundle(target, key)
 
 
-def _verify_from_registry(text: str, key: Path | None):
+def verify_registry_bundle(text: str, key: Path | None) -> Report:
     """Pull the artifact, verify the bundle, and check it names the image it hangs off."""
     import base64
     import shutil

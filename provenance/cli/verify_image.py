@@ -1,9 +1,7 @@
-"""`prov verify --lock FILE [SOURCE]`: an image (or, later, an environment) against its lock.
+"""`prov verify --lock IMAGE-LOCK [SOURCE]`: scan the image and compare it with its lock.
 
-Dispatches on the lock's kind: an image lock (`kind = "prov-image-lock"`) is checked by
-scanning SOURCE (default: the source recorded in the lock) and comparing. Environment locks
-(PEP 751 pylock.toml, uv.lock, requirements.txt) are routed by `prov verify` to
-`provenance.cli.lock_cmd` before reaching here; one that does is refused clearly.
+Environment locks (PEP 751 pylock.toml, uv.lock, requirements.txt) are routed by
+`prov verify` to `provenance.cli.lock_cmd` before reaching here; one that does is refused.
 """
 
 from __future__ import annotations
@@ -13,69 +11,37 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from lockfiles.image_lock import IMAGE_LOCK_KIND, Difference, LockError, compare, read_lock
-
-EXIT_MATCH, EXIT_MISMATCH, EXIT_ERROR = 0, 1, 2
-
-
-def _error(message: str) -> int:
-    print(f"prov: error: {message}", file=sys.stderr)
-    return EXIT_ERROR
+from lockfiles.image_lock import IMAGE_LOCK_KIND, Difference, compare, read_lock
+from lockfiles.kind import PYLOCK_KIND, lock_kind
+from provenance.model.errors import EXIT_DIFFERS, EXIT_OK, ProvError
 
 
-def lock_kind(text: str) -> str:
-    """`prov-image-lock`, `pylock` or `unknown`, from the lock's text."""
-    import tomlkit
+def verify_image_lock(lock: Path, source: str | None, as_json: bool) -> int:
+    """0 when the image matches its lock, 1 when it differs; bad input raises ProvError."""
+    from containers import scan_image
 
-    try:
-        doc = tomlkit.parse(text)
-    except Exception as exc:
-        raise LockError(f"malformed TOML: {exc}") from None
-    if doc.get("kind") == IMAGE_LOCK_KIND:
-        return IMAGE_LOCK_KIND
-    if "lock-version" in doc and "packages" in doc:
-        return "pylock"
-    return "unknown"
-
-
-def verify_lock_command(lock: Path, source: str | None, as_json: bool) -> int:
     try:
         text = lock.read_text(encoding="utf-8")
     except OSError as exc:
-        return _error(f"{lock}: {exc.strerror or exc}")
-    try:
-        kind = lock_kind(text)
-    except LockError as exc:
-        return _error(f"{lock}: {exc}")
-    if kind == IMAGE_LOCK_KIND:
-        return _verify_image(lock, text, source, as_json)
-    if kind == "pylock":
-        return _error(f"{lock}: an environment lock; check it with `prov verify --lock` alone")
-    return _error(f"{lock}: not a lock prov knows (no kind or lock-version)")
-
-
-def _verify_image(lock: Path, text: str, source: str | None, as_json: bool) -> int:
-    from containers import ImageError, scan_image
-
-    try:
-        doc = read_lock(text, str(lock))
-    except LockError as exc:
-        return _error(str(exc))
+        raise ProvError(f"{lock}: {exc.strerror or exc}") from None
+    kind = lock_kind(text, str(lock))
+    if kind == PYLOCK_KIND:
+        raise ProvError(f"{lock}: an environment lock; check it with `prov verify --lock` alone")
+    if kind != IMAGE_LOCK_KIND:
+        raise ProvError(f"{lock}: not a lock prov knows (no kind or lock-version)")
+    doc = read_lock(text, str(lock))
     source = source or doc["image"].get("source")
     if not source:
-        return _error(f"{lock}: no SOURCE given and none recorded in the lock")
-    try:
-        # a format-1 lock has no file checks to compare: its image is not re-hashed per file
-        scan = scan_image(source, verify_files="files" in doc)
-    except ImageError as exc:
-        return _error(str(exc))
+        raise ProvError(f"{lock}: no SOURCE given and none recorded in the lock")
+    # a format-1 lock has no file checks to compare: its image is not re-hashed per file
+    scan = scan_image(source, verify_files="files" in doc)
     facts = scan.facts()
     diffs = compare(doc, facts, scan.file_checks())
     if as_json:
         _print_json(lock, source, doc, facts, diffs)
     else:
         _print_table(lock, source, doc, facts, diffs)
-    return EXIT_MISMATCH if diffs else EXIT_MATCH
+    return EXIT_DIFFERS if diffs else EXIT_OK
 
 
 def _print_json(lock: Path, source: str, doc: dict, facts: dict, diffs: list[Difference]) -> None:
@@ -95,10 +61,11 @@ def _print_json(lock: Path, source: str, doc: dict, facts: dict, diffs: list[Dif
 
 
 def _print_table(lock: Path, source: str, doc: dict, facts: dict, diffs: list[Difference]) -> None:
-    from rich.console import Console
     from rich.table import Table
 
-    con = Console(highlight=False, soft_wrap=True)
+    from provenance.cli.output import console
+
+    con = console()
     if not diffs:
         con.print(
             f"[green]matches its lock[/green]: {source} is {facts['image']['config_digest']} "
