@@ -172,7 +172,11 @@ def keyed_digest(secret: str, key: bytes) -> str:
 
 
 def _marker(key: bytes | None) -> Callable[[str], str]:
-    return (lambda s: keyed_digest(s, key)) if key else (lambda s: REDACTED)
+    def mark(secret: str) -> str:
+        if is_redacted(secret):  # redacting twice is redacting once
+            return secret
+        return keyed_digest(secret, key) if key else REDACTED
+    return mark
 
 
 def is_redacted(value: object) -> bool:
@@ -251,6 +255,7 @@ def _name_implies_shape(name: str, value: str) -> bool:
 
 
 # ---- argv ---------------------------------------------------------------------------------
+_FLAG = re.compile(r"--?[A-Za-z][A-Za-z0-9_.\-]*")
 _FLAG_WITH_VALUE = re.compile(r"^(?P<flag>--?[A-Za-z0-9_.\-]+)=(?P<value>.*)$", re.DOTALL)
 _ENV_ASSIGNMENT = re.compile(r"^(?P<name>[A-Za-z_][A-Za-z0-9_.\-]*)=(?P<value>.*)$", re.DOTALL)
 # Options whose next argument is `user:password` (curl -u, wget --proxy-user, ...).
@@ -271,7 +276,7 @@ def _redact_arg(arg: str, key: bytes | None) -> str:
             return f"{flag}={_redact_user_pass(value, mark)}"
         return f"{flag}={_redact_arg(value, key) if not is_secret_name(flag) else mark(value)}"
     m = _ENV_ASSIGNMENT.match(arg)
-    if m:
+    if m and m.group("value"):  # (`NAME=` alone may be base64 padding: scanned as text)
         return f"{m.group('name')}={redact_value(m.group('name'), m.group('value'), key)}"
     if arg[:1] in "{[" and len(arg) <= _JSON_LIMIT:
         redacted_json = _redact_json_text(arg, key)
@@ -311,8 +316,7 @@ def redact_argv(argv: list[str], key: bytes | None = None) -> list[str]:
                        else mark(arg))
             pending = None
             continue
-        if arg in _USER_PASS_FLAGS or (arg.startswith("-") and "=" not in arg
-                                       and not _ATTACHED.fullmatch(arg)
+        if arg in _USER_PASS_FLAGS or (_FLAG.fullmatch(arg) and not _ATTACHED.fullmatch(arg)
                                        and is_secret_name(arg.lstrip("-"))):
             out.append(arg)
             pending = arg
@@ -323,7 +327,7 @@ def redact_argv(argv: list[str], key: bytes | None = None) -> list[str]:
 
 def redact_command_text(text: str, key: bytes | None = None) -> str:
     """A shell command line as one string, word by word, its spacing kept."""
-    parts = re.split(r"(\s+)", text)
+    parts = re.split(r"(\s+)", redact_text(text, key))  # shapes that span words first
     parts[::2] = redact_argv(parts[::2], key)
     return "".join(parts)
 
