@@ -23,6 +23,9 @@ def verify(
     key: Path = typer.Option(None, "--key", help="Public key for a signed bundle."),
     python: str = typer.Option(None, "--python", help="With --lock: check this interpreter's env."),
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    no_signature: bool = typer.Option(
+        False, "--no-signature",
+        help="Check a bundle's contents without a trusted key (authenticity NOT checked)."),
 ) -> None:
     """Verify a published bundle, or an image/environment against its lock."""
     if lock is not None:
@@ -42,4 +45,5 @@ def verify(
         raise ProvError("nothing to verify: give a BUNDLE, or --lock FILE")
     from provenance.publish.verify_command import verify_bundle_command
 
-    raise typer.Exit(verify_bundle_command(target, key=key, as_json=as_json))
+    raise typer.Exit(verify_bundle_command(target, key=key, as_json=as_json,
+                                           no_signature=no_signature))

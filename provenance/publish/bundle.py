@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from provenance.model.errors import ProvError
+from provenance.model.inputs import check_output, read_input
+from provenance.model.redact import redact_record
 from provenance.publish import kl
 from provenance.publish.archive import is_archive, write_tar_gz
 from provenance.publish.inputs import Subject
@@ -70,6 +72,25 @@ def check_results(results: list[Path], manifest_digest: str) -> dict[str, dict]:
     return cards
 
 
+def check_recorded(contents: dict[Path, bytes], run, allow: bool) -> list[str]:
+    """Names of results that the run did not record as outputs. Refused unless `allow`:
+    a bundle `--run R` must not sign a file that R did not write (a later run may have
+    overwritten it)."""
+    if run is None:
+        return []
+    recorded = set(run.outputs.values())
+    odd = [p for p, data in contents.items() if "sha256:" + sha256_hex(data) not in recorded]
+    if odd and not allow:
+        details = []
+        for p in odd:
+            was = next((d for o, d in run.outputs.items() if Path(o).name == p.name), None)
+            details.append(f"{p} (the run recorded {was})" if was else str(p))
+        raise ProvError(f"run {run.run_id} did not record these results as outputs: "
+                        f"{'; '.join(details)}; publish them from the run that wrote them, "
+                        "or say --allow-unrecorded (recorded in the statement)")
+    return [f"results/{p.name}" for p in odd]
+
+
 def publish(
     results: list[Path],
     subject: Subject,
@@ -78,6 +99,7 @@ def publish(
     parameters: dict[str, str] | None = None,
     dependencies: dict[str, str] | None = None,
     force: bool = False,
+    allow_unrecorded: bool = False,
 ) -> Published:
     from provenance.sbom import build_bom, render
     from provenance.sbom.build import prov_version
@@ -85,6 +107,10 @@ def publish(
     if not results:
         raise ProvError("nothing to publish: give at least one RESULT file")
     out = Path(out)
+    if out.exists() and not is_archive(out) and not out.is_dir():
+        raise ProvError(f"--out {out}: exists and is not a bundle directory")
+    if is_archive(out):
+        check_output(out)
     if out.exists() and not force:
         raise ProvError(f"{out} exists; use --force to replace it")
     if not out.parent.is_dir():
@@ -97,6 +123,8 @@ def publish(
     m = subject.manifest
     digest = m.digest()
     cards = check_results(results, digest)
+    contents = {p: read_input(p, "result") for p in results}
+    unrecorded = check_recorded(contents, subject.run, allow_unrecorded)
 
     work = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
@@ -112,11 +140,12 @@ def publish(
                 desc["mediaType"] = media
             return desc
 
-        subjects = [put(f"results/{p.name}", p.read_bytes()) for p in results]
+        subjects = [put(f"results/{p.name}", data) for p, data in contents.items()]
         hexd = digest.split(":", 1)[1]
-        byproducts.append(put(f"manifests/{hexd}.json", m.to_json().encode(), "application/json"))
+        manifest_desc = put(f"manifests/{hexd}.json", m.to_json().encode(), "application/json")
+        byproducts.append(manifest_desc)
         if subject.run is not None:
-            rec = subject.run.record or {"run_id": subject.run.run_id}
+            rec = redact_record(subject.run.record or {"run_id": subject.run.run_id})
             byproducts.append(put(f"runs/{subject.run.run_id}.json", _json_bytes(rec),
                                   "application/json"))
         sbom_text = render(build_bom(subject))
@@ -125,7 +154,8 @@ def publish(
             byproducts.append(put(f"disclosures/{name}.kl-card.json", _json_bytes(card),
                                   "application/json"))
         statement = build_statement(subjects, subject, byproducts, parameters or {},
-                                    dependencies or {}, prov_version())
+                                    dependencies or {}, prov_version(),
+                                    manifest_desc["digest"]["sha256"], unrecorded)
         payload = _json_bytes(statement)
         key_id = None
         if private is not None:

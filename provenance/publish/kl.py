@@ -24,9 +24,19 @@ _DIRECTION = re.compile(r"^KL\(\s*\S+\s*\|\|\s*\S+\s*\)$")
 
 def read_json_object(path: Path) -> dict[str, Any] | None:
     """The file as a JSON object, or None when it is not one (then it declares no KL)."""
+    from provenance.model.inputs import check_json_depth, read_input
+
+    data = read_input(path, "result")  # a FIFO, a device or a huge file: one-line error
+    if data.lstrip()[:1] != b"{":
+        return None
     try:
-        doc = json.loads(Path(path).read_bytes())
-    except (ValueError, UnicodeDecodeError, OSError):
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    check_json_depth(text, f"result {path}")  # too deep is refused, not "declares no KL"
+    try:
+        doc = json.loads(text)
+    except ValueError:
         return None
     return doc if isinstance(doc, dict) else None
 
