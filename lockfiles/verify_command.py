@@ -39,10 +39,12 @@ def lock_kind(text: str) -> str:
 
 
 def verify_lock_command(lock: Path, source: str | None, as_json: bool) -> int:
+    from provenance.model.inputs import InputError, read_text
+
     try:
-        text = lock.read_text(encoding="utf-8")
-    except OSError as exc:
-        return _error(f"{lock}: {exc.strerror or exc}")
+        text = read_text(lock, "lock")
+    except InputError as exc:
+        return _error(str(exc))
     try:
         kind = lock_kind(text)
     except LockError as exc:

@@ -111,7 +111,7 @@ def read_input(path: str | os.PathLike[str], kind: str = "text",
 def decode_text(data: bytes, what: str) -> str:
     """Strict UTF-8 (a UTF-8 BOM is dropped); anything else is one line naming the problem."""
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):
-        raise InputError(f"{what}: UTF-16 text; prov reads UTF-8 (convert it with iconv)")
+        raise InputError(f"{what}: UTF-16 text, not UTF-8 (convert it: iconv -f UTF-16 -t UTF-8)")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -153,7 +153,7 @@ def parse_json(text: str, what: str, max_depth: int = MAX_DEPTH) -> Any:
     try:
         return json.loads(text)
     except (ValueError, RecursionError) as exc:
-        raise InputError(f"{what}: not valid JSON ({exc})") from None
+        raise InputError(f"{what}: not JSON ({exc})") from None
 
 
 def parse_toml(text: str, what: str, max_depth: int = MAX_DEPTH) -> Any:

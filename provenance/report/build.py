@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from provenance.model.inputs import read_json
 from provenance.report import series as ser
 from provenance.report import textview
 from provenance.report.sources import Loaded
@@ -70,11 +71,11 @@ def _worker_meta(loaded: Loaded, side: str, run_id: str | None) -> dict | None:
     rec = loaded.records.get(run_id or "")
     found = declared_output(rec, "run.json") if rec else None
     if found is not None:
-        return json.loads(found.read_text())
+        return read_json(found, "json")
     if loaded.path is not None:
         p = loaded.path.parent / f".{loaded.path.name}.work" / side / "run.json"
         if p.is_file():
-            return json.loads(p.read_text())
+            return read_json(p, "json")
     return None
 
 
