@@ -19,7 +19,9 @@ def _default_mode() -> int:
 
 
 def write_atomic(path: str | Path, data: bytes | str, mode: int | None = None) -> None:
-    path = Path(path)
+    from provenance.model.inputs import check_output
+
+    path = check_output(path)  # create or replace a regular file; never a device or a dir
     raw = data.encode("utf-8") if isinstance(data, str) else data
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=str(path.parent) or ".")
     try:

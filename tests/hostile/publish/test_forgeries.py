@@ -107,7 +107,7 @@ def _duplicate_payload(env):
     evil["predicate"]["buildDefinition"]["externalParameters"]["command"] = ["rm", "-rf", "/"]
     evil_b64 = base64.b64encode(json.dumps(evil).encode()).decode()
     body = json.dumps({k: v for k, v in env.items() if k != "payload"})
-    return '{"payload": "%s", "payload": "%s", %s' % (evil_b64, env["payload"], body[1:])
+    return f'{{"payload": "{evil_b64}", "payload": "{env["payload"]}", {body[1:]}'
 
 
 def statement_of_env(env):
