@@ -24,7 +24,7 @@ import re
 import stat
 from itertools import accumulate
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from provenance.model.errors import ProvError
 
@@ -83,9 +83,10 @@ def _open(path: Path, what: str) -> int:
         raise InputError(f"{what} {shown(path)}: {reason}") from None
 
 
-def read_input(path: str | os.PathLike[str], kind: str = "text",
-               limit: int | None = None) -> bytes:
-    """The bytes of regular file `path`, at most `limit` (default: the kind's bound)."""
+def open_input(path: str | os.PathLike[str], kind: str = "text",
+               limit: int | None = None) -> BinaryIO:
+    """Regular file `path` opened for reading, after the checks (not a FIFO, a device or a
+    directory; at most `limit` bytes, default the kind's bound)."""
     path = Path(path)
     limit = LIMITS.get(kind, LIMITS["text"]) if limit is None else limit
     fd = _open(path, kind)
@@ -97,12 +98,18 @@ def read_input(path: str | os.PathLike[str], kind: str = "text",
             raise InputError(f"{kind} {shown(path)}: {st.st_size} bytes, over the "
                              f"{limit}-byte limit for a {kind}")
         os.set_blocking(fd, True)
-        with os.fdopen(fd, "rb", closefd=True) as fh:
-            fd = -1
-            data = fh.read(limit + 1)
-    finally:
-        if fd >= 0:
-            os.close(fd)
+        return os.fdopen(fd, "rb", closefd=True)
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_input(path: str | os.PathLike[str], kind: str = "text",
+               limit: int | None = None) -> bytes:
+    """The bytes of regular file `path`, at most `limit` (default: the kind's bound)."""
+    limit = LIMITS.get(kind, LIMITS["text"]) if limit is None else limit
+    with open_input(path, kind, limit) as fh:
+        data = fh.read(limit + 1)  # bounded even if the file grows while read
     if len(data) > limit:
         raise InputError(f"{kind} {shown(path)}: grew past the {limit}-byte limit while read")
     return data

@@ -24,11 +24,13 @@ _DIRECTION = re.compile(r"^KL\(\s*\S+\s*\|\|\s*\S+\s*\)$")
 
 def read_json_object(path: Path) -> dict[str, Any] | None:
     """The file as a JSON object, or None when it is not one (then it declares no KL)."""
-    from provenance.model.inputs import check_json_depth, read_input
+    from provenance.model.inputs import LIMITS, check_json_depth, open_input
 
-    data = read_input(path, "result")  # a FIFO, a device or a huge file: one-line error
-    if data.lstrip()[:1] != b"{":
-        return None
+    with open_input(path, "result") as fh:  # a FIFO, a device or a huge file: one line
+        data = fh.read(4096)
+        if data.lstrip()[:1] != b"{":  # not a JSON object: no need to read the rest
+            return None
+        data += fh.read(LIMITS["result"])
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
