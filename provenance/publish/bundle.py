@@ -14,16 +14,17 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from provenance.model.errors import ProvError
-from provenance.model.inputs import check_output, read_input
+from provenance.model.inputs import check_output, read_input, shown
 from provenance.model.redact import redact_record
 from provenance.publish import kl
-from provenance.publish.archive import is_archive, write_tar_gz
+from provenance.publish.archive import is_archive, safe_member_name, write_tar_gz
 from provenance.publish.inputs import Subject
 from provenance.publish.statement import build_statement, descriptor
 
@@ -49,16 +50,27 @@ def _json_bytes(doc) -> bytes:
     return (json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode()
 
 
+def _utf8(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:  # an undecodable byte, kept by Python as a surrogate
+        return False
+    return True
+
+
 def check_results(results: list[Path], manifest_digest: str) -> dict[str, dict]:
     """name -> KL card for each result that declares a KL figure; refuses incomplete cards."""
     names: set[str] = set()
     cards: dict[str, dict] = {}
     refusals = []
     for path in results:
-        if not path.is_file():
-            raise ProvError(f"{path}: no such result file")
+        if not os.path.lexists(path):
+            raise ProvError(f"{shown(path)}: no such result file")
         if path.name in names:
             raise ProvError(f"two results named {path.name}; rename one")
+        if safe_member_name(path.name) or not _utf8(path.name):
+            raise ProvError(f"result {shown(path)}: its name must be printable UTF-8 (it "
+                            "becomes results/NAME in the bundle and the statement)")
         names.add(path.name)
         doc = kl.read_json_object(path)
         if kl.declares_kl(doc):

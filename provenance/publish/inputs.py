@@ -43,6 +43,8 @@ def load_run(ref: str) -> tuple[RunInfo, Manifest]:
     """A run (id or unique prefix) and its manifest from the store (`prov exec`)."""
     from provenance.resolve import resolve
 
+    if len(ref) > 256 or not ref.isprintable():
+        raise ProvError(f"--run {ref[:40]!r}...: not a run id (ids are short hex strings)")
     try:
         resolved = resolve(ref)
     except ProvError as exc:
