@@ -152,7 +152,11 @@ def repeat_rows(doc: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 def run_rows(rec: dict[str, Any]) -> list[tuple[str, str]]:
-    cmd = rec.get("command")
+    from provenance.model.redact import redact_argv, redact_command_text
+
+    cmd = rec.get("command")  # redacted again: a record from an older store may not be
+    cmd = redact_argv([str(a) for a in cmd]) if isinstance(cmd, list) else (
+        redact_command_text(cmd) if isinstance(cmd, str) else cmd)
     return [(k, str(v)) for k, v in (
         ("run", rec.get("run_id")), ("name", rec.get("name")), ("state", rec.get("state")),
         ("command", " ".join(cmd) if isinstance(cmd, list) else cmd),

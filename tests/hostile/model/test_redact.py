@@ -162,3 +162,21 @@ def test_generated_secrets_in_urls_are_always_caught(prefix, body, host, user, p
        value=st.sampled_from(["0", "1", "true", "false", "4", "Ring", "error", "8192"]))
 def test_known_non_secrets_are_never_redacted(name, value):
     assert redact_value(name, value) == value
+
+
+def test_gate_sees_a_changed_secret_through_its_keyed_digest(tmp_path):
+    from provenance.collectors.env import collect
+    from provenance.diff import diff_manifests
+    from provenance.model import LeafKind, Manifest
+
+    key = store_key(tmp_path)
+    a = Manifest({"env": collect([], {"HF_TOKEN": "tok-one", "OMP_NUM_THREADS": "4"}, key)})
+    b = Manifest({"env": collect([], {"HF_TOKEN": "tok-two", "OMP_NUM_THREADS": "4"}, key)})
+    same = Manifest({"env": collect([], {"HF_TOKEN": "tok-one", "OMP_NUM_THREADS": "4"}, key)})
+    d = diff_manifests(a, b)
+    assert [c.key for c in d.of_kind(LeafKind.IDENTITY)] == ["env.HF_TOKEN"]  # "differs"
+    assert "tok-one" not in json.dumps(d.to_json()) and "tok-two" not in json.dumps(d.to_json())
+    assert diff_manifests(a, same).identical
+    # Without a key a secret is only present/absent: the gate cannot tell values apart.
+    plain = Manifest({"env": collect([], {"HF_TOKEN": "tok-two", "OMP_NUM_THREADS": "4"})})
+    assert plain.facts["env"]["HF_TOKEN"] == REDACTED
