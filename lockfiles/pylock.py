@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from lockfiles.artifacts import Artifact, from_direct_url
+from lockfiles.errors import LockError
 from provenance.model import Manifest
 
 CREATED_BY = "prov-llm"
@@ -114,7 +115,7 @@ def write_pylock(manifest: Manifest, finders: list[Finder], lock_dir: Path) -> L
     facts = manifest.facts
     py = facts.get("python")
     if not isinstance(py, dict) or not isinstance(py.get("packages"), dict):
-        raise ValueError("the manifest has no Python packages to lock (python section unavailable)")
+        raise LockError("the manifest has no Python packages to lock (python section unavailable)")
     os_facts = facts.get("os") if isinstance(facts.get("os"), dict) else {}
     doc = tomlkit.document()
     doc["lock-version"] = "1.0"

@@ -17,7 +17,7 @@ __all__ = [
     "EngineError", "LaunchError", "Launched", "Prepared", "RepeatOutcome", "ResultError",
     "analyse", "prepare", "read_result", "run_diverge", "run_repeat", "standalone",
     "write_result",
-    # replay (README, "Replay")
+    # replay (docs/guides/replay.md)
     "EXAMPLES", "ReplayConfig", "ReplayOutcome", "TemplateError", "WorkstreamError",
     "load_workstream", "run_replay",
 ]

@@ -65,21 +65,29 @@ def worker_env(config: EngineConfig) -> dict[str, str]:
 
 
 def _runners_only_path() -> Path:
-    """A directory whose only entry is a symlink to this `runners` package."""
+    """A directory holding only this `runners` package and the stdlib-only manifest model
+    (`provenance.model`: the one atomic writer, the error base), as symlinks."""
     import hashlib
 
     pkg = Path(__file__).resolve().parent
+    model = pkg.parent / "provenance" / "model"
     key = hashlib.sha256(str(pkg).encode()).hexdigest()[:16]
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     base = cache / "prov" / "runners-path" / key
-    link = base / "runners"
-    if not link.is_symlink() or link.resolve() != pkg:
-        base.mkdir(parents=True, exist_ok=True)
-        tmp = base / f".runners-{os.getpid()}"
-        tmp.unlink(missing_ok=True)
-        tmp.symlink_to(pkg, target_is_directory=True)
-        os.replace(tmp, link)  # atomic: concurrent workers never see a half-made link
+    _symlink(base / "runners", pkg)
+    _symlink(base / "provenance" / "__init__.py", model.parent / "__init__.py")
+    _symlink(base / "provenance" / "model", model)
     return base
+
+
+def _symlink(link: Path, target: Path) -> None:
+    if link.is_symlink() and link.resolve() == target:
+        return
+    link.parent.mkdir(parents=True, exist_ok=True)
+    tmp = link.with_name(f".{link.name}-{os.getpid()}")
+    tmp.unlink(missing_ok=True)
+    tmp.symlink_to(target, target_is_directory=target.is_dir())
+    os.replace(tmp, link)  # atomic: concurrent workers never see a half-made link
 
 
 def worker_argv(config: EngineConfig, model: Path, tokens: Path, out: Path,

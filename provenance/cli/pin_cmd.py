@@ -20,14 +20,12 @@ _PLATFORM = re.compile(r"[a-z0-9]+/[a-z0-9_]+(/[a-z0-9]+)?")  # OCI image-index 
 
 
 def scan_with_progress(source: str, quiet: bool = False, platform: str | None = None) -> Any:
-    """Scan an image with a rich progress bar per layer on stderr; user errors -> ProvError."""
-    from containers import ImageError, scan_image
+    """Scan an image with a rich progress bar per layer on stderr (ImageError is a ProvError:
+    the CLI prints it once)."""
+    from containers import scan_image
 
     if quiet or not sys.stderr.isatty():
-        try:
-            return scan_image(source, platform=platform)
-        except ImageError as exc:
-            raise ProvError(str(exc)) from None
+        return scan_image(source, platform=platform)
     from rich.progress import (
         BarColumn,
         DownloadColumn,
@@ -54,19 +52,7 @@ def scan_with_progress(source: str, quiet: bool = False, platform: str | None = 
                 if event == "end":
                     bar.update(tasks[index], completed=total or done)
 
-        try:
-            return scan_image(source, progress=progress, platform=platform)
-        except ImageError as exc:
-            raise ProvError(str(exc)) from None
-
-
-def write_atomic(path: Path, text: str) -> None:
-    from provenance.cli.io import write_atomic as write
-
-    directory = path.parent if str(path.parent) else Path(".")
-    if not directory.is_dir():
-        raise ProvError(f"{directory}: directory does not exist")
-    write(path, text)
+        return scan_image(source, progress=progress, platform=platform)
 
 
 @app.command()
@@ -83,6 +69,7 @@ def pin(
     from importlib.metadata import version
 
     from lockfiles.image_lock import lock_from_facts
+    from provenance.model.atomic import write_atomic
 
     if platform is not None and not _PLATFORM.fullmatch(platform):
         raise ProvError(f"--platform {platform!r}: expected os/arch or os/arch/variant "

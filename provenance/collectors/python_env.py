@@ -19,13 +19,13 @@ import sysconfig
 from importlib import metadata
 from pathlib import Path
 
-from containers.catalogers.python_dist import (
+from containers.catalogers import (
     NO_RECORD,
     content_fingerprint,
     normalize_name,
 )
-from containers.catalogers.python_dist import headers as _headers
-from containers.catalogers.python_dist import record_rows as _record_rows
+from containers.catalogers import headers as _headers
+from containers.catalogers import record_rows as _record_rows
 
 try:
     from provenance.model.redact import strip_url_credentials

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import gzip
 import io
-import os
 import tarfile
 import zlib
 from pathlib import Path, PurePosixPath
 
+from provenance.model.atomic import write_atomic
 from provenance.model.errors import ProvError
 
 MAX_MEMBER_BYTES = 256 << 20  # one result file, run record or SBOM
@@ -52,16 +52,7 @@ def write_tar_gz(src: Path, out: Path) -> None:
     raw = io.BytesIO()
     with gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, filename="") as gz:
         gz.write(buf.getvalue())
-    tmp = out.with_name(f".{out.name}.tmp{os.getpid()}")
-    try:
-        with open(tmp, "wb") as fh:
-            fh.write(raw.getvalue())
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, out)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    write_atomic(out, raw.getvalue())
 
 
 def safe_member_name(name: str) -> str | None:

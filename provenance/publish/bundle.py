@@ -20,6 +20,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from provenance.model.atomic import replace_dir
 from provenance.model.errors import ProvError
 from provenance.model.inputs import check_output, read_input, shown
 from provenance.model.redact import redact_record
@@ -183,9 +184,7 @@ def publish(
         if is_archive(out):
             write_tar_gz(tree, out)
         else:
-            if out.exists():
-                shutil.rmtree(out) if out.is_dir() else out.unlink()
-            tree.rename(out)
+            replace_dir(tree, out)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return Published(out, private is not None, key_id, len(subjects), len(cards))

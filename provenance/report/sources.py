@@ -4,7 +4,7 @@ Targets, tried in order:
 - a `prov-result/1` directory (or its result.json): a divergence result is a comparison
   report, a repeatability result a run report;
 - a sweep record: a JSON file (or a directory holding sweep.json) whose `format` starts with
-  `prov-sweep` (the shape is documented in README, "Reports");
+  `prov-sweep` (the shape is documented in docs/reference/formats.md);
 - in the store: a comparison record (object digest or unique prefix) or a run id (prefix).
 The store is only read: a target that names nothing gives one clear error.
 """
@@ -87,10 +87,7 @@ def _records(store, run_ids) -> dict[str, dict]:
 def _load_result(path: Path, target: str, store_path: str | None) -> Loaded:
     from runners import api
 
-    try:
-        doc, arrays = api.read_result(path)
-    except api.ResultError as exc:
-        raise ProvError(str(exc)) from None
+    doc, arrays = api.read_result(path)
     stores = _stores(store_path, path.resolve())
     kind = doc["kind"]
     digest = (doc.get("comparison") or {}).get("comparison_record")

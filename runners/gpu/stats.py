@@ -73,8 +73,8 @@ def analyse_fused(ref, cand, next_ids=None, block_v: int = 512, num_warps: int =
                   prefetch: bool = True) -> dict[str, Any]:
     """One Triton pass over both tensors (rows must be contiguous along the vocabulary).
 
-    Defaults: the fastest configuration measured on an H200 (README, "Analysis at memory
-    bandwidth"). variant "online" (the default): per-lane online sums with one exp per
+    Defaults: the fastest configuration measured on an H200 (bench/results/2026-11-30-h200/
+    bench.md). variant "online" (the default): per-lane online sums with one exp per
     logit, lanes combined once per row; "block": block-wide reductions every BLOCK_V logits;
     "lanes": per-lane sums with the two block maxima reduced every BLOCK_V. Same outputs.
     `prefetch` (online only) loads the next block before the current block's arithmetic."""

@@ -1,52 +1,28 @@
-"""`prov verify BUNDLE [--key PUB]`: print each numbered step with its verdict."""
+"""`prov verify registry:HOST/REPO@DIGEST`: pull a published artifact, verify its bundle, and
+check that it names the image it hangs off (step 5)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from provenance.publish.verify import FAIL, PASS, SKIP, WARN, verify_bundle
+from provenance.publish.verify import Report, verify_bundle
 
 
-def verify_bundle_command(target: str, key: Path | None, as_json: bool,
-                          no_signature: bool = False) -> int:
+def verify_target(target: str, key: Path | None, no_signature: bool = False) -> Report:
+    """Verify a bundle directory, .tar.gz, or `registry:` reference; never raises on a
+    bundle that fails verification (the report says which step failed). A `key` that is
+    not a public key (a private one, a FIFO, junk) is bad input and raises (exit 2)."""
     if key is not None:
         from provenance.keys import load_public
 
-        load_public(key)  # a private key or a bad file: exit 2 before anything is judged
+        load_public(key)
     if target.startswith("registry:"):
-        report = _verify_from_registry(target, key, no_signature)
-    else:
-        report = verify_bundle(target, key, no_signature)
-    if as_json:
-        from provenance.cli.output import print_json
-
-        print_json(report.to_json())
-    else:
-        from provenance.cli.output import console
-
-        out = console()
-        if report.headline:  # first line: nobody's signature was checked
-            out.print(f"[yellow bold]{report.headline}[/]")
-        marks = {PASS: "[green]pass[/]", FAIL: "[red bold]FAIL[/]", WARN: "[yellow]warn[/]",
-                 SKIP: "[dim]skipped[/]"}
-        for step in report.steps:
-            out.print(f"{step.number}. {step.name}: {marks[step.verdict]}")
-            for line in step.details:
-                out.print(f"     {line}", markup=False)
-        for name, card in report.cards.items():
-            out.print(f"KL disclosure for {name}:")
-            out.print(json.dumps(card, indent=2, sort_keys=True), markup=False)
-        failed = report.failed
-        if failed:
-            out.print(f"[red bold]verification FAILED at step {failed.number} ({failed.name})[/]")
-        else:
-            out.print("[green]bundle verified[/]" + ("" if report.authenticated else
-                      " (contents only: authenticity NOT checked)"))
-    return 1 if report.failed else 0
+        return verify_registry_bundle(target, key, no_signature)
+    return verify_bundle(target, key, no_signature)
 
 
-def _verify_from_registry(text: str, key: Path | None, no_signature: bool = False):
+def verify_registry_bundle(text: str, key: Path | None, no_signature: bool = False) -> Report:
     """Pull the artifact, verify the bundle, and check it names the image it hangs off."""
     import base64
     import shutil
