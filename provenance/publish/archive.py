@@ -97,6 +97,8 @@ def _check_member(member: tarfile.TarInfo, names: list[str], max_member: int,
         raise ArchiveError(f"bundle member {name}: not a plain file or directory")
     if name in names:
         raise ArchiveError(f"bundle member {name}: appears twice")
+    if member.size < 0:  # a negative size field would send a reader backwards
+        raise ArchiveError(f"bundle member {name}: negative size {member.size}")
     if member.size > max_member:
         raise ArchiveError(f"bundle member {name}: {member.size} bytes, over the "
                            f"{max_member}-byte bound for one member")

@@ -331,3 +331,23 @@ def test_odd_archive_members_are_refused(tmp_path, kind):
     report = verify_bundle(str(path), None)
     assert report.failed.number == 1, report.to_json()
     assert not (tmp_path.parent / "evil").exists() and not os.path.exists("/tmp/evil")
+
+
+def _header_with_size_field(name: str, size_field: bytes) -> bytes:
+    info = tarfile.TarInfo(name)
+    info.size = 0
+    raw = bytearray(info.tobuf(tarfile.USTAR_FORMAT))
+    raw[124:136] = size_field.ljust(12, b"\0")[:12]
+    raw[148:156] = b" " * 8
+    raw[148:155] = b"%06o\0" % sum(raw)
+    return bytes(raw)
+
+
+@pytest.mark.parametrize("field", [b"-0000002000", b"\xff" + b"\xff" * 11])
+def test_a_negative_member_size_is_refused_not_looped(tmp_path, field):
+    path = tmp_path / "neg.tar.gz"
+    body = _header_with_size_field("results/x", field) + bytes(4096)
+    path.write_bytes(gzip.compress(body, mtime=0))
+    r = subprocess.run([*PROV, "verify", str(path), "--no-signature"], capture_output=True,
+                       text=True, timeout=TIMEOUT)
+    assert r.returncode == 1 and "FAILED at step 1" in r.stdout, r.stdout + r.stderr
