@@ -341,6 +341,14 @@ class _Verifier:
             card_rel = f"disclosures/{subj['name'].split('/', 1)[-1]}.kl-card.json"
             if card_rel not in names:
                 _fail(s, f"{card_rel} is not among the statement's byproducts")
+            from provenance.model.inputs import InputError, read_json
+
+            try:
+                card = read_json(self.root / card_rel, "json")
+            except InputError as exc:
+                _fail(s, str(exc))
+            if card != doc["kl_disclosure"]:
+                _fail(s, f"{card_rel} is not the card inside {subj['name']}")
             self.report.cards[subj["name"]] = doc["kl_disclosure"]
             s.details.append(f"{subj['name']}: all nine items disclosed")
         if not self.report.cards:

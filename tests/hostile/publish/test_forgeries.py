@@ -351,3 +351,27 @@ def test_a_negative_member_size_is_refused_not_looped(tmp_path, field):
     r = subprocess.run([*PROV, "verify", str(path), "--no-signature"], capture_output=True,
                        text=True, timeout=TIMEOUT)
     assert r.returncode == 1 and "FAILED at step 1" in r.stdout, r.stdout + r.stderr
+
+
+def test_a_resigned_kl_card_that_differs_from_its_result_is_caught(tmp_path, keys):
+    import hashlib
+
+    from tests.provenance.publish.test_publish import kl_card
+    from tests.provenance.sbom.helpers_sbom import sample_manifest
+
+    card = kl_card(sample_manifest().digest())
+    res = tmp_path / "kl.json"
+    res.write_text(json.dumps({"metric": "kl_divergence", "value": 0.01, "kl_disclosure": card}))
+    out = tmp_path / "b"
+    publish([res], sample_subject(), out, key_path=keys[0], allow_unrecorded=True)
+    assert failed_at(out, keys[1]) is None
+    rel = "disclosures/kl.json.kl-card.json"
+    edited = dict(card, kl_direction="KL(cand||ref)")  # complete, but not the result's
+    data = json.dumps(edited).encode()
+    (out / rel).write_bytes(data)
+    st = statement_of(out)
+    for b in st["predicate"]["runDetails"]["byproducts"]:
+        if b["name"] == rel:
+            b["digest"]["sha256"] = hashlib.sha256(data).hexdigest()
+    resign(out, keys[0], st)
+    assert failed_at(out, keys[1]) == 7
