@@ -104,6 +104,52 @@ def check_recorded(contents: dict[Path, bytes], run, allow: bool) -> list[str]:
     return [f"results/{p.name}" for p in odd]
 
 
+def _check_out(out: Path, force: bool) -> None:
+    if out.exists() and not is_archive(out) and not out.is_dir():
+        raise ProvError(f"--out {out}: exists and is not a bundle directory")
+    if is_archive(out):
+        check_output(out)
+    if out.exists() and not force:
+        raise ProvError(f"{out} exists; use --force to replace it")
+    if not out.parent.is_dir():
+        raise ProvError(f"{out.parent}: no such directory")
+
+
+class _Tree:
+    """The bundle being built: each file written once, its descriptor returned."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def put(self, rel: str, data: bytes, media: str | None = None) -> dict:
+        target = self.root / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+        desc = descriptor(rel, sha256_hex(data))
+        if media:
+            desc["mediaType"] = media
+        return desc
+
+
+def _byproducts(tree: _Tree, subject: Subject, cards: dict[str, dict]) -> list[dict]:
+    """Manifest (first), run record (redacted), SBOM and KL cards."""
+    from provenance.sbom import build_bom, render
+
+    m = subject.manifest
+    hexd = m.digest().split(":", 1)[1]
+    out = [tree.put(f"manifests/{hexd}.json", m.to_json().encode(), "application/json")]
+    if subject.run is not None:
+        rec = redact_record(subject.run.record or {"run_id": subject.run.run_id})
+        out.append(tree.put(f"runs/{subject.run.run_id}.json", _json_bytes(rec),
+                            "application/json"))
+    sbom_text = render(build_bom(subject))
+    out.append(tree.put(SBOM_NAME, sbom_text.encode(), "application/vnd.cyclonedx+json"))
+    for name, card in sorted(cards.items()):
+        out.append(tree.put(f"disclosures/{name}.kl-card.json", _json_bytes(card),
+                            "application/json"))
+    return out
+
+
 def publish(
     results: list[Path],
     subject: Subject,
@@ -114,77 +160,43 @@ def publish(
     force: bool = False,
     allow_unrecorded: bool = False,
 ) -> Published:
-    from provenance.sbom import build_bom, render
     from provenance.sbom.build import prov_version
 
     if not results:
         raise ProvError("nothing to publish: give at least one RESULT file")
     out = Path(out)
-    if out.exists() and not is_archive(out) and not out.is_dir():
-        raise ProvError(f"--out {out}: exists and is not a bundle directory")
-    if is_archive(out):
-        check_output(out)
-    if out.exists() and not force:
-        raise ProvError(f"{out} exists; use --force to replace it")
-    if not out.parent.is_dir():
-        raise ProvError(f"{out.parent}: no such directory")
+    _check_out(out, force)
     private = None
     if key_path is not None:
         from provenance.keys import load_private
 
         private = load_private(key_path)
-    m = subject.manifest
-    digest = m.digest()
-    cards = check_results(results, digest)
+    cards = check_results(results, subject.manifest.digest())
     contents = {p: read_input(p, "result") for p in results}
     unrecorded = check_recorded(contents, subject.run, allow_unrecorded)
 
     work = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
-        tree = work / "bundle"
-        byproducts = []
-
-        def put(rel: str, data: bytes, media: str | None = None) -> dict:
-            target = tree / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
-            desc = descriptor(rel, sha256_hex(data))
-            if media:
-                desc["mediaType"] = media
-            return desc
-
-        subjects = [put(f"results/{p.name}", data) for p, data in contents.items()]
-        hexd = digest.split(":", 1)[1]
-        manifest_desc = put(f"manifests/{hexd}.json", m.to_json().encode(), "application/json")
-        byproducts.append(manifest_desc)
-        if subject.run is not None:
-            rec = redact_record(subject.run.record or {"run_id": subject.run.run_id})
-            byproducts.append(put(f"runs/{subject.run.run_id}.json", _json_bytes(rec),
-                                  "application/json"))
-        sbom_text = render(build_bom(subject))
-        byproducts.append(put(SBOM_NAME, sbom_text.encode(), "application/vnd.cyclonedx+json"))
-        for name, card in sorted(cards.items()):
-            byproducts.append(put(f"disclosures/{name}.kl-card.json", _json_bytes(card),
-                                  "application/json"))
+        tree = _Tree(work / "bundle")
+        subjects = [tree.put(f"results/{p.name}", data) for p, data in contents.items()]
+        byproducts = _byproducts(tree, subject, cards)
         statement = build_statement(subjects, subject, byproducts, parameters or {},
                                     dependencies or {}, prov_version(),
-                                    manifest_desc["digest"]["sha256"], unrecorded)
+                                    byproducts[0]["digest"]["sha256"], unrecorded)
         payload = _json_bytes(statement)
         key_id = None
         if private is not None:
             from provenance.keys import key_id as kid
             from provenance.publish.dsse import sign
 
-            envelope = sign(payload, private)
-            (tree / SIGNED_NAME).write_bytes(_json_bytes(envelope))
+            tree.put(SIGNED_NAME, _json_bytes(sign(payload, private)))
             key_id = kid(private.public_key())
         else:
-            (tree / UNSIGNED_NAME).write_bytes(payload)
-
+            tree.put(UNSIGNED_NAME, payload)
         if is_archive(out):
-            write_tar_gz(tree, out)
+            write_tar_gz(tree.root, out)
         else:
-            replace_dir(tree, out)
+            replace_dir(tree.root, out)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return Published(out, private is not None, key_id, len(subjects), len(cards))
