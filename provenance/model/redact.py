@@ -137,14 +137,15 @@ _ASSIGNMENT = re.compile(
 _UUID = re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-"
                    r"[0-9a-fA-F]{12}\b")
 # A long unbroken run of letters and digits mixing all three classes: random keys, not words.
-_HIGH_ENTROPY_RUN = re.compile(r"[A-Za-z0-9+/_\-]{32,}")
+# Letters and digits only: with `/`, `-` or `_` allowed, model paths such as
+# /models/Qwen/Qwen3-8B-Instruct-2507 would look random too.
+_HIGH_ENTROPY_RUN = re.compile(r"[A-Za-z0-9]{32,}")
 _BASE64_WORD = re.compile(r"(?<![A-Za-z0-9+/=])[A-Za-z0-9+/]{12,}={0,2}(?![A-Za-z0-9+/=])")
 
 
 def _high_entropy(run: str) -> bool:
-    core = run.strip("+/_-")
-    return (len(core) >= 32 and any(c.islower() for c in core)
-            and any(c.isupper() for c in core) and sum(c.isdigit() for c in core) >= 2)
+    return (any(c.islower() for c in run) and any(c.isupper() for c in run)
+            and sum(c.isdigit() for c in run) >= 2)
 
 
 def _is_basic_credentials(word: str) -> bool:

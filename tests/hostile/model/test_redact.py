@@ -63,7 +63,11 @@ def test_argv_grammar(case):
 def test_argv_keeps_harmless_arguments():
     argv = ["python", "bench.py", "--model", "Qwen/Qwen3-0.6B", "-p", "8080", "-p8080",
             "--max-tokens=128", "TOKENIZERS_PARALLELISM=false", "--out=results.json",
-            "https://host:8080/x", "0123456789abcdef0123456789abcdef01234567"]
+            "https://host:8080/x", "0123456789abcdef0123456789abcdef01234567",
+            "/models/Qwen/Qwen3-8B-Instruct-2507", "meta-llama/Llama-3.1-8B-Instruct",
+            "--model=/data/hf/models--Qwen--Qwen3-30B-A3B-Instruct-2507/snapshots/0a1b2c",
+            "--attention-backend", "FLASH_ATTN", "--kv-cache-dtype=fp8_e4m3",
+            "--max-num-batched-tokens", "8192", "--tokenizer-mode", "auto"]
     assert redact_argv(argv) == argv
 
 
@@ -180,3 +184,16 @@ def test_gate_sees_a_changed_secret_through_its_keyed_digest(tmp_path):
     # Without a key a secret is only present/absent: the gate cannot tell values apart.
     plain = Manifest({"env": collect([], {"HF_TOKEN": "tok-two", "OMP_NUM_THREADS": "4"})})
     assert plain.facts["env"]["HF_TOKEN"] == REDACTED
+
+
+_segment = st.text(alphabet=string.ascii_letters + string.digits, min_size=1, max_size=11)
+
+
+@settings(max_examples=300, deadline=None)
+@given(parts=st.lists(_segment, min_size=1, max_size=8),
+       seps=st.lists(st.sampled_from(["/", "-", "_", "."]), min_size=8, max_size=8))
+def test_paths_and_model_names_are_never_redacted(parts, seps):
+    """Model paths are identity: a path of short segments is kept whatever its case."""
+    path = "/" + "".join(p + s for p, s in zip(parts, seps, strict=False))
+    assert redact_argv(["--model", path]) == ["--model", path]
+    assert redact_value("HF_HOME", path) == path
