@@ -55,8 +55,8 @@ _NOT_SECRET_UPPER = frozenset(KNOWN_NOT_SECRET)
 _SECRET_WORDS = frozenset({
     "KEY", "KEYS", "PASS", "PWD", "TOK", "AUTH", "AUTHORIZATION", "COOKIE", "COOKIES", "SIG",
     "SIGNATURE", "SESSION", "SESSIONID", "DSN", "CRED", "CREDS", "PAT", "SAS", "JWT", "BEARER",
-    "OTP", "WEBHOOK", "NETRC", "CERT", "PEM", "PKCS12", "P12",
-})
+    "OTP", "WEBHOOK",
+})  # not CERT, PEM or NETRC: PIP_CERT, SSL_CERT_FILE and NETRC name files, not secrets
 # Inside a word (PGPASSWORD, HFTOKEN, APIKEY): these mark a secret wherever they appear.
 # TOKEN is waived before IZ/IS/S (TOKENIZER, TOKENIS..., MAX_TOKENS) and before words that
 # count or list tokens (token_ids, token_count) rather than hold one.

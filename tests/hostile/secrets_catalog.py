@@ -156,6 +156,8 @@ KNOWN_NOT_SECRET = [
     ("OMP_NUM_THREADS", "4"),
     ("HF_ENDPOINT", "https://hf-mirror.internal"),
     ("PIP_INDEX_URL", "https://pypi.internal/simple"),
+    ("PIP_CERT", "/etc/ssl/certs/ca-certificates.crt"),
+    ("CUDA_CACHE_PATH", "/root/.nv/ComputeCache"),
     ("TORCH_CUDA_ARCH_LIST", "8.0;9.0"),
     ("VLLM_ATTENTION_BACKEND", "FLASH_ATTN"),
 ]
