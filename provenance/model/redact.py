@@ -313,8 +313,12 @@ def redact_argv(argv: list[str], key: bytes | None = None) -> list[str]:
     pending: str | None = None  # the flag whose value comes next
     for arg in (str(a) for a in argv):
         if pending is not None:
-            out.append(_redact_user_pass(arg, mark) if pending in _USER_PASS_FLAGS
-                       else mark(arg))
+            if pending not in _USER_PASS_FLAGS:
+                out.append(mark(arg))
+            elif arg.startswith("-") or "://" in arg:  # not a user:password after all
+                out.append(_redact_arg(arg, key))
+            else:
+                out.append(_redact_user_pass(_redact_arg(arg, key), mark))
             pending = None
             continue
         if arg in _USER_PASS_FLAGS or (_FLAG.fullmatch(arg) and not _ATTACHED.fullmatch(arg)
