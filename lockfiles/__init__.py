@@ -3,6 +3,7 @@ written from a manifest and verified against one. Imports only the manifest mode
 command that scans an image and checks it against its lock is the CLI's
 (`provenance/cli/verify_image.py`).
 
-Image locks: `image_lock.lock_from_facts(facts) -> str` (TOML), `image_lock.read_lock(text)`,
-`image_lock.compare(lock, facts) -> list[Difference]`, and `kind.lock_kind(text)`.
+Image locks: `image_lock.lock_from_facts(facts, files=...) -> str` (TOML; `files` is
+`ImageScan.file_checks()`), `image_lock.read_lock(text)`,
+`image_lock.compare(lock, facts, files) -> list[Difference]`, and `kind.lock_kind(text)`.
 """

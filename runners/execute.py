@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from provenance.model.atomic import write_atomic
+from provenance.store import RunRecord
 from runners.arrays import npy_bytes
 from runners.engines import EngineConfig
 from runners.launch import Launcher, LaunchError, standalone, worker_argv, worker_env
@@ -23,7 +24,7 @@ class WorkerRun:
     scores: np.ndarray
     final_hidden: np.ndarray | None
     run_id: str | None
-    record: dict[str, Any]
+    record: RunRecord | None
 
 
 def execute(config: EngineConfig, prep: Prepared, workdir: Path, name: str, block: int,

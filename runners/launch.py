@@ -9,11 +9,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 from provenance.model.errors import ProvError
+from provenance.store import RunRecord
 from runners.engines import EngineConfig
 
 VLLM_ENV = {
@@ -33,7 +34,7 @@ class LaunchError(ProvError, RuntimeError):
 class Launched:
     returncode: int
     run_id: str | None = None
-    record: dict[str, Any] = field(default_factory=dict)
+    record: RunRecord | None = None  # the final run record (supervised launches)
     stderr_tail: str = ""
 
 
@@ -111,7 +112,7 @@ def supervised(store: Any = None, stream: bool = False) -> Launcher:
 
     def launch(argv: list[str], *, name: str, env: dict[str, str],
                outputs: tuple[Path, ...] = (), params: dict[str, Any] | None = None) -> Launched:
-        from runners.supervisor import run_supervised
+        from provenance.exec import run_supervised
 
         res = run_supervised(argv, name=name, outputs=tuple(str(o) for o in outputs),
                              env_extra=env, stream=stream, store=store,
@@ -124,11 +125,11 @@ def supervised(store: Any = None, stream: bool = False) -> Launcher:
     return launch
 
 
-def _stored_log(store: Any, record: dict[str, Any], label: str) -> str:
+def _stored_log(store: Any, record: RunRecord, label: str) -> str:
     try:
         from provenance.store import open_store
 
-        digest = record["logs"][label]["digest"]
+        digest = record.logs[label]["digest"]
         return (store or open_store()).get_bytes(digest).decode("utf-8", "replace")[-2000:]
     except Exception as exc:  # the log is a courtesy for the error message
         return f"(no {label}: {exc})"

@@ -21,6 +21,7 @@ import numpy as np
 
 from provenance.model.atomic import write_atomic
 from provenance.model.disclosure import DisclosureCard
+from provenance.store import RunRecord
 from runners.analysis import find_clusters, position_stats
 from runners.engines import EngineConfig, EngineError
 from runners.fingerprint import model_digest, tokenizer_digest
@@ -73,7 +74,7 @@ class ReplayRun:
     meta: dict[str, Any]
     scores: np.ndarray
     run_id: str | None
-    record: dict[str, Any]
+    record: RunRecord | None
 
 
 @dataclass

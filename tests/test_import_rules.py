@@ -75,30 +75,9 @@ RUNNERS_DOOR = "runners.api"
 # target prefix). The lead deletes this list at merge; an entry that no longer matches any
 # arrow fails the test so the list cannot go stale.
 PENDING_CORE: tuple[tuple[str, str], ...] = (
-    # the CLI's commands reach past runners/api.py (the one door)
-    ("provenance.cli.demo_cmd", "runners.demo"),
-    ("provenance.cli.exec_cmd", "runners.supervisor"),
-    ("provenance.cli.replay_cmd", "runners.workstream"),
-    ("provenance.cli.run_cmd", "runners.launch"),
-    ("provenance.cli.selftest_cmd", "runners.demo"),
-    ("provenance.cli.sweep_cmd", "runners.sweep"),
-    # the gate's modules still at the top of provenance/ (-> provenance/gate/)
-    ("provenance.diff", "provenance.model"),
-    ("provenance.resolve", "provenance.model"),
-    ("provenance.resolve", "provenance.store"),
-    ("provenance.gate", "provenance.diff"),
-    ("provenance.publish.inputs", "provenance.resolve"),
-    ("provenance.report", "provenance.diff"),
-    ("provenance.selftest.identity", "provenance.diff"),
-    # the selftest drives runners' internals
+    # the selftest's workload (a program run under `prov exec`, in the alternative
+    # environment too) drives runners' internals: engines, prepare, torch state, run facts
     ("provenance.selftest", "runners"),
-    # the exec supervisor in runners/ (-> provenance/exec/) and the sweeps reach past the
-    # store's and the snapshot's public API
-    ("runners.supervisor", "provenance"),
-    ("runners.outputs", "provenance.store.records"),
-    ("runners.sweep", "provenance.store"),
-    ("runners.sweep", "provenance.snapshot_cache"),
-    ("runners.sweep.matrix", "provenance.resolve"),
 )
 
 
@@ -269,12 +248,9 @@ def test_the_checker_reads_nested_and_relative_imports(tmp_path: Path) -> None:
     assert not allowed("provenance.cli.sbom_cmd", "runners.repeat")
 
 
-# Command modules that import another command's private names; core's one `compare_runs`
-# and runners/api.py remove them (lead: delete at merge, like PENDING_CORE).
-PENDING_CORE_PRIVATE = {
-    ("provenance.cli.demo_cmd", "provenance.cli.run_cmd"),
-    ("provenance.cli.replay_cmd", "provenance.cli.run_cmd"),
-}
+# Command modules that import another command's private names (none left: core's one
+# `compare_runs`, provenance/cli/gating.py and runners/api.py removed them).
+PENDING_CORE_PRIVATE: set[tuple[str, str]] = set()
 
 
 def test_no_command_imports_another_commands_private_names() -> None:

@@ -50,7 +50,7 @@ def source_manifest(
     """The manifest to lock or verify: a file, a run, an image, or a live environment."""
     if sum(x is not None for x in (manifest, image, run, python)) > 1:
         raise ProvError("give at most one of --manifest, --image, --run, --python")
-    from provenance.resolve import load_manifest
+    from provenance.store.resolve import load_manifest
 
     if manifest is not None:
         return load_manifest(manifest)

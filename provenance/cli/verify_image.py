@@ -31,8 +31,10 @@ def verify_image_lock(lock: Path, source: str | None, as_json: bool) -> int:
     source = source or doc["image"].get("source")
     if not source:
         raise ProvError(f"{lock}: no SOURCE given and none recorded in the lock")
-    facts = scan_image(source).facts()
-    diffs = compare(doc, facts)
+    # a format-1 lock has no file checks to compare: its image is not re-hashed per file
+    scan = scan_image(source, verify_files="files" in doc)
+    facts = scan.facts()
+    diffs = compare(doc, facts, scan.file_checks())
     if as_json:
         _print_json(lock, source, doc, facts, diffs)
     else:
@@ -48,7 +50,9 @@ def _print_json(lock: Path, source: str, doc: dict, facts: dict, diffs: list[Dif
         "locked": {k: doc["image"].get(k) for k in ("config_digest", "manifest_digest")},
         "now": {k: facts["image"].get(k) for k in ("config_digest", "manifest_digest")},
         "differences": [
-            {"key": d.key, "change": d.change, "locked": d.locked, "now": d.now} for d in diffs
+            {"key": d.key, "change": d.change, "locked": d.locked, "now": d.now}
+            | ({"path": d.path, "layer": d.layer} if d.path else {})
+            for d in diffs
         ],
     }
     sys.stdout.write(json.dumps(out, indent=2, sort_keys=True) + "\n")
@@ -76,8 +80,18 @@ def _print_table(lock: Path, source: str, doc: dict, facts: dict, diffs: list[Di
     table.add_column("locked", overflow="fold")
     table.add_column("now", overflow="fold")
     for d in diffs:
-        table.add_row(d.key, d.change, _text(d.locked), _text(d.now))
-    con.print(table)
+        if not d.path:
+            table.add_row(d.key, d.change, _text(d.locked), _text(d.now))
+    if table.row_count:
+        con.print(table)
+    for d in diffs:
+        if d.path:  # one line per file: package, path, layer, old and new digests
+            verb = "deleted" if d.change == "missing" else "written"
+            where = f" ({verb} in layer {d.layer})" if d.layer is not None else ""
+            con.print(
+                f"[bold]{d.key[len('files.'):]}[/bold] {d.path}: {d.change}{where} "
+                f"(locked {_text(d.locked) or '-'}, now {_text(d.now) or '-'})"
+            )
 
 
 def _text(value: Any) -> str:

@@ -150,7 +150,7 @@ class Manifest:
 
     # -- serialisation ----------------------------------------------------------
     def to_json(self) -> str:
-        return json.dumps(self.document(), sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+        return document_json(self.document())
 
     def to_toml(self) -> str:
         from provenance.model.toml_writer import dumps
@@ -216,6 +216,11 @@ class Manifest:
         except InputError as exc:
             raise ManifestError(str(exc)) from None
         return cls.loads(text, origin=shown(path), verify=verify)
+
+
+def document_json(doc: dict[str, Any]) -> str:
+    """A manifest document as JSON text (the form stored and written by `prov snapshot`)."""
+    return json.dumps(doc, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
 
 
 def _parse_toml(text: str, origin: str) -> dict[str, Any]:

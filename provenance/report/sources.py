@@ -80,7 +80,7 @@ def _records(store, run_ids) -> dict[str, dict]:
         if not rid or store is None:
             continue
         with contextlib.suppress(ProvError):
-            out[rid] = store.get_run(rid).record
+            out[rid] = store.get_run(rid).record.to_doc()
     return out
 
 
@@ -155,7 +155,7 @@ def load(target: str, store_path: str | None = None) -> Loaded:
         if not target.startswith("sha256:") and store.find_runs(target):
             info = store.get_run(target)
             return Loaded("run", target, {"run_id": info.run_id}, store=store,
-                          records={info.run_id: info.record})
+                          records={info.run_id: info.record.to_doc()})
     raise ProvError(f"{target}: no result directory, sweep record, comparison or run of that "
                     f"name (store {store.root})")
 
@@ -177,8 +177,8 @@ def _analyse_scores(ld: Loaded, run_ids: list) -> None:
         with np.load(p) as npz:
             loaded.append((npz["ids"], npz["scores"]))
     (ids, ref), (ids_b, cand) = loaded
-    if not np.array_equal(ids, ids_b) or ref.shape != cand.shape:
-        return
+    if not np.array_equal(ids, ids_b) or ref.shape != cand.shape or not len(ref):
+        return  # other ids, or hidden-state runs (no score rows: their result holds it)
     from provenance.report import textview
 
     pieces = textview.token_pieces(textview.model_from_records(ld.records), ids)

@@ -9,7 +9,7 @@ import re
 import subprocess
 from pathlib import Path
 
-from runners.loaded_libs import FileHasher, LibrarySampler, descendants, parse_maps
+from provenance.exec.libraries import FileHasher, LibrarySampler, descendants, parse_maps
 from tests.exec_support import PYTHON, penv, prov, prov_cache, runs_json, show_json  # noqa: F401
 
 WORKLOAD = (

@@ -264,9 +264,9 @@ def test_outside_git_is_recorded_as_such(penv, tmp_path):
 def test_run_supervised_api(tmp_path, prov_cache, monkeypatch):
     """The Python API other runners reuse: no streaming, params land in run.params."""
     monkeypatch.setenv("PROV_CACHE_DIR", str(prov_cache))
-    from provenance.resolve import resolve
+    from provenance.exec import run_supervised
     from provenance.store import open_store
-    from runners.supervisor import run_supervised
+    from provenance.store.resolve import resolve
 
     store = open_store(tmp_path / "store")
     r = run_supervised(
@@ -281,7 +281,7 @@ def test_run_supervised_api(tmp_path, prov_cache, monkeypatch):
     assert r.exit_status == 4 and r.state == "complete"
     info = store.get_run(r.run_id[:8])
     assert info.record_digest == r.record_digest and info.state == "complete"
-    assert store.get_bytes(info.record["logs"]["stdout"]["digest"]) == b"quiet\n"
+    assert store.get_bytes(info.record.logs["stdout"]["digest"]) == b"quiet\n"
     m = resolve(r.run_id, store).manifest
     assert m.get("run.params.attention_backend") == "FLASHINFER"
     assert m.get("run.tags.study") == "backends"
@@ -430,8 +430,8 @@ def test_run_supervised_from_several_threads_into_one_store(tmp_path, prov_cache
     from concurrent.futures import ThreadPoolExecutor
 
     monkeypatch.setenv("PROV_CACHE_DIR", str(prov_cache))
+    from provenance.exec import run_supervised
     from provenance.store import open_store
-    from runners.supervisor import run_supervised
 
     store = open_store(tmp_path / "store")
 
@@ -446,5 +446,5 @@ def test_run_supervised_from_several_threads_into_one_store(tmp_path, prov_cache
     for i, r in enumerate(results):
         info = store.get_run(r.run_id)
         assert info.state == "complete" and info.name == f"t{i}"
-        assert store.get_bytes(info.record["logs"]["stdout"]["digest"]) == f"{i}\n".encode()
+        assert store.get_bytes(info.record.logs["stdout"]["digest"]) == f"{i}\n".encode()
     assert store.fsck().ok

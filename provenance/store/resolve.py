@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from provenance.model import Manifest, ManifestError
+from provenance.model import Manifest
 from provenance.model.errors import ProvError
 
 
@@ -41,12 +41,10 @@ class Resolved:
 
 
 def resolve(ref: str, store=None) -> Resolved:
+    """What `ref` names: a manifest file, a run (id prefix) or a stored manifest (digest)."""
     path = Path(ref)
     if path.exists():
-        try:
-            return Resolved(ref, "file", Manifest.read(path))
-        except ManifestError as exc:
-            raise ProvError(str(exc)) from None
+        return Resolved(ref, "file", Manifest.read(path))  # a ManifestError is a ProvError
     from provenance.store import open_store
 
     store = store or open_store()
@@ -63,10 +61,22 @@ def resolve(ref: str, store=None) -> Resolved:
         )
     if run_ids:
         run = store.get_run(run_ids[0])
-        return Resolved(ref, "run", store.run_manifest(run.record), run.record["manifest"], run)
+        return Resolved(ref, "run", store.run_manifest(run.record),
+                        run.record.run_manifest_object, run)
     if manifest_obj:
         return Resolved(ref, "manifest", store.manifest_object(manifest_obj), manifest_obj)
     raise ProvError(f"{ref}: no such manifest file, run or stored manifest in {store.root}")
+
+
+def resolve_run(ref: str, store=None, option: str = "--run") -> Resolved:
+    """A run that `ref` names (id or unique prefix), for commands that need a run."""
+    try:
+        resolved = resolve(ref, store)
+    except ProvError as exc:
+        raise ProvError(f"{option} {ref}: {exc}", exc.exit_code) from None
+    if resolved.type != "run" or resolved.run is None:
+        raise ProvError(f"{option} {ref}: not a run (it names a {resolved.type})")
+    return resolved
 
 
 def load_manifest(ref: str) -> Manifest:

@@ -14,9 +14,10 @@ import hashlib
 import json
 import os
 import re
-import tempfile
 from pathlib import Path
 from typing import Any
+
+from provenance.model.atomic import write_atomic
 
 _SHARED = re.compile(rb"\.so(\.[0-9.]+)?$")
 # Seconds between samples: dense while libraries load, then sparse.
@@ -150,10 +151,7 @@ class FileHasher:
             return
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=".digests-", dir=self.path.parent)
-            with os.fdopen(fd, "w") as fh:
-                json.dump(self.entries, fh)
-            os.replace(tmp, self.path)
+            write_atomic(self.path, json.dumps(self.entries))
         except OSError:
             pass  # the cache only saves time
         self.dirty = False

@@ -64,6 +64,16 @@ def hash_output(path: Path, store) -> dict[str, Any]:
     return {"type": "missing"}
 
 
+def hash_outputs(workdir: Path, outputs, store, warnings: list[str]) -> dict[str, Any]:
+    """Record entries for every declared output (relative paths are under `workdir`)."""
+    outs: dict[str, Any] = {}
+    for p in outputs:
+        outs[str(p)] = hash_output(workdir / Path(p), store)
+        if outs[str(p)]["type"] == "missing":
+            warnings.append(f"declared output {p} does not exist")
+    return outs
+
+
 def ingest_run_dir(run_dir: Path, store) -> dict[str, Any]:
     """Copy every file under PROV_RUN_DIR into the store: relative path -> digest, size."""
     out: dict[str, Any] = {}
@@ -75,7 +85,7 @@ def ingest_run_dir(run_dir: Path, store) -> dict[str, Any]:
             out[rel] = {"link": os.readlink(f)}
             continue
         try:
-            digest, size = store.objects.put_file(f)
+            digest, size = store.put_file(f)
         except OSError as exc:
             out[rel] = {"error": exc.strerror or str(exc)}
             continue
