@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from provenance.model import Manifest
+from provenance.model.errors import ProvError
 from provenance.store.run_record import RunRecord
 
 
