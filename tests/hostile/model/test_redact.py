@@ -170,7 +170,7 @@ def test_known_non_secrets_are_never_redacted(name, value):
 
 def test_gate_sees_a_changed_secret_through_its_keyed_digest(tmp_path):
     from provenance.collectors.env import collect
-    from provenance.diff import diff_manifests
+    from provenance.model.diff import diff_manifests
     from provenance.model import LeafKind, Manifest
 
     key = store_key(tmp_path)
