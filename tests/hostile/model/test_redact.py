@@ -170,8 +170,8 @@ def test_known_non_secrets_are_never_redacted(name, value):
 
 def test_gate_sees_a_changed_secret_through_its_keyed_digest(tmp_path):
     from provenance.collectors.env import collect
-    from provenance.model.diff import diff_manifests
     from provenance.model import LeafKind, Manifest
+    from provenance.model.diff import diff_manifests
 
     key = store_key(tmp_path)
     a = Manifest({"env": collect([], {"HF_TOKEN": "tok-one", "OMP_NUM_THREADS": "4"}, key)})
