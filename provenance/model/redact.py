@@ -361,17 +361,35 @@ def _hide_all(doc: Any, key: bytes | None) -> Any:
     return _marker(key)(str(doc))
 
 
+# Sections of a stored document whose names come from the user or the workload (parameters,
+# tags, environments, run facts): a secret-like name hides its value there. Everywhere else
+# the names are prov's own structure (`key` of a change, `digest`, `diff_secrets_redacted`),
+# so only value shapes are looked for.
+USER_NAMED_SECTIONS = frozenset({"params", "tags", "env", "env_extra", "facts", "runtime",
+                                 "name", "labels"})
+
+
+def _shapes_only(doc: Any, key: bytes | None) -> Any:
+    if isinstance(doc, dict):
+        return {k: (redact_tree(v, key, str(k)) if k in USER_NAMED_SECTIONS
+                    else _shapes_only(v, key)) for k, v in doc.items()}
+    if isinstance(doc, list | tuple):
+        return [_shapes_only(v, key) for v in doc]
+    return redact_text(doc, key) if isinstance(doc, str) else doc
+
+
 def redact_record(doc: dict[str, Any], key: bytes | None = None) -> dict[str, Any]:
     """A run record (or any stored document) with every surface redacted: `command` by the
-    argv grammar, everything else by name and shape. Idempotent: redacting twice is once."""
+    argv grammar, user-named sections by name and shape, prov's own fields by shape.
+    Idempotent: redacting twice is once."""
     out = {}
     for k, v in doc.items():
         if k in ("command", "argv") and isinstance(v, list | tuple):
             out[k] = redact_argv([str(a) for a in v], key)
-        elif is_secret_name(str(k)):
-            out[k] = _hide_all(v, key)
-        else:
+        elif k in USER_NAMED_SECTIONS:
             out[k] = redact_tree(v, key, str(k))
+        else:
+            out[k] = _shapes_only(v, key)
     return out
 
 

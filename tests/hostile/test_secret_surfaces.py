@@ -142,9 +142,6 @@ def test_behaviour_variables_stay_visible(tmp_path):
     assert recorded["TOKENIZERS_PARALLELISM"] == "false"
 
 
-@pytest.mark.xfail(strict=True, reason="the git diff is stored by provenance/exec/supervise.py "
-                   "(room core): it must call redact_diff() before store.put_object(git_diff) "
-                   "and record diff_secrets_redacted; this test passes once it does")
 def test_a_secret_in_a_dirty_diff_is_redacted_and_flagged(tmp_path):
     work = tmp_path / "w"
     work.mkdir()
@@ -166,10 +163,6 @@ def test_a_secret_in_a_dirty_diff_is_redacted_and_flagged(tmp_path):
     assert record["git"].get("diff_secrets_redacted", 0) >= 1
 
 
-@pytest.mark.xfail(strict=True, reason="run facts are read in provenance/exec/facts.py "
-                   "(room core): read_run_facts must pass each section through redact_tree(), "
-                   "and exec/outputs.ingest_run_dir must not store facts.json raw; this test "
-                   "passes once both do")
 def test_a_run_fact_under_a_secret_key_is_redacted(tmp_path):
     secret = cat.word(14)
     fact = {"runtime": {"openai": {"api_key": secret, "model": "gpt-x"}}}
