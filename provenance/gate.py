@@ -33,6 +33,8 @@ from provenance.model.keys import matches
 PRESETS: dict[str, tuple[str, ...]] = {
     "attention-backend": (
         "runtime.*.attention_backend",
+        "runtime.*.models.*.attn_implementation",
+        "runtime.torch.flags.sdpa_*",
         "runtime.attention_backend",
         "engines.*.attention_backend",
         "run.params.attention_backend",
@@ -47,6 +49,7 @@ PRESETS: dict[str, tuple[str, ...]] = {
         "engines.*.kv_cache_dtype",
         "run.params.kv_cache_dtype",
         "runtime.*.calculate_kv_scales",
+        "runtime.*.kv_scales",
         "env.VLLM_KV_CACHE_DTYPE",
     ),
     "weights": (
@@ -59,6 +62,35 @@ PRESETS: dict[str, tuple[str, ...]] = {
         "run.params.model",
         "run.params.weights",
         "run.params.checkpoint",
+        "runtime.*.revision",
+        "runtime.*.tokenizer",
+        "runtime.*.models.*.name_or_path",
+        "runtime.*.models.*.revision",
+        "runtime.*.models.*.files",
+        "runtime.*.models.*.chat_template_sha256",
+    ),
+    "quantization": (
+        "runtime.*.quantization",
+        "runtime.*.models.*.quantization",
+        "engines.*.quantization",
+        "run.params.quantization",
+    ),
+    "threads": (
+        "runtime.torch.flags.num_threads",
+        "runtime.torch.flags.num_interop_threads",
+        "runtime.torch.num_threads",
+        "runtime.torch.num_interop_threads",
+        "torch.num_threads",
+        "torch.num_interop_threads",
+        "env.OMP_NUM_THREADS",
+        "env.MKL_NUM_THREADS",
+        "env.OPENBLAS_NUM_THREADS",
+        "run.params.threads",
+    ),
+    # the command line as typed and the script it ran (provenance/exec/probe)
+    "command": (
+        "code.command",
+        "code.script",
     ),
     "dtype": (
         "runtime.*.dtype",
@@ -66,6 +98,9 @@ PRESETS: dict[str, tuple[str, ...]] = {
         "engines.*.dtype",
         "run.params.dtype",
         "torch.flags.float32_matmul_precision",
+        "runtime.torch.flags.float32_matmul_precision",
+        "runtime.torch.flags.default_dtype",
+        "runtime.*.models.*.dtype",
     ),
 }
 # Never worth refusing a comparison over; still listed in the record as ignored.

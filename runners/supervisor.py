@@ -431,6 +431,9 @@ def _execute(
     env = dict(os.environ)
     env.update(env_extra or {})
     env.update({"PROV_RUN_ID": run_id, "PROV_RUN_DIR": str(run_dir), "PROV_STORE": str(store.root)})
+    from provenance.exec.probe import host as probe
+
+    env.update(probe.environment(run_dir, env))  # the in-process probe (PROV_INPROCESS=0: off)
     try:
         if _LIBC is None:
             _LIBC = ctypes.CDLL(None, use_errno=True)
@@ -503,6 +506,7 @@ def _execute(
 
     base_sections = set(_sections(snap.text))
     facts = _run_facts(run_dir, base_sections, warnings)
+    probe.merge_into(facts, probe.collect(run_dir, argv))  # consumes PROV_RUN_DIR/probe
     run_files = ingest_run_dir(run_dir, store)
     facts["run"] = {
         k: v
