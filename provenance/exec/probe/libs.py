@@ -1,9 +1,9 @@
 """The libraries each probed process had mapped at exit: build-id, owner, shadowing.
 
-`runtime.libs.<basename>` holds the ELF build-id and the owner (identity) and the path
+`runtime.libs.<soname>` (the file's DT_SONAME, else its basename) holds the ELF build-id and the owner (identity) and the path
 (context: two copies of one environment live in different directories). A library that
 nothing installed owns, or that is mapped from another path than the copy a wheel of the
-same process ships under that name (LD_LIBRARY_PATH is searched before a wheel's RUNPATH),
+same process ships under that soname (LD_LIBRARY_PATH is searched before a wheel's RUNPATH),
 is flagged: `runtime.libs.<basename>.shadows` names the wheel's copy, and
 `probe.libraries.shadowing` / `.unowned` say it in words, with both paths and owners.
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from provenance.exec.probe.elf import build_id
+from provenance.exec.probe.elf import read_elf
 from provenance.exec.probe.installed import Installed, Owned, site_root
 from provenance.exec.probe.processes import Process
 
@@ -50,11 +50,12 @@ def library_facts(processes: list[Process], installed: Installed) -> tuple[dict,
         shipped = _shipped_copies(installed, _roots(p))
         prefixes = (p.base_prefix, p.prefix)
         for path in p.maps:
-            name = os.path.basename(path)
+            bid, soname = read_elf(path)
+            name = soname or os.path.basename(path)  # what the loader resolved it as
             owner = installed.owner(path, prefixes)
             entry = seen.setdefault(name, {"build_id": set(), "owner": set(), "path": set(),
                                            "shadows": set()})
-            entry["build_id"].add(build_id(path) or "none")
+            entry["build_id"].add(bid or "none")
             entry["owner"].add(owner)
             entry["path"].add(path)
             if owner == "none":
