@@ -38,3 +38,33 @@ def run_plain(cwd: Path, *args: str, timeout: float = 120, **extra: str):
 def probe_files(run_dir: Path) -> list[dict]:
     """Every process's file, each parsed (a half-written file would fail here)."""
     return [json.loads(p.read_text()) for p in sorted((run_dir / "probe").glob("*.json"))]
+
+
+def build_wheel(out: Path, name: str, version: str, files: dict[str, str]) -> Path:
+    """A pure-Python wheel, written by hand as the wheel spec lays it out (pip installs it)."""
+    import base64
+    import hashlib
+    import zipfile
+
+    info = f"{name}-{version}.dist-info"
+    content = dict(files)
+    content[f"{info}/METADATA"] = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
+    content[f"{info}/WHEEL"] = ("Wheel-Version: 1.0\nGenerator: prov-tests\n"
+                                "Root-Is-Purelib: true\nTag: py3-none-any\n")
+    rows = []
+    for rel, text in content.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=")
+        rows.append(f"{rel},sha256={digest.decode()},{len(text.encode())}")
+    rows.append(f"{info}/RECORD,,")
+    content[f"{info}/RECORD"] = "\n".join(rows) + "\n"
+    path = out / f"{name}-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(path, "w") as zf:
+        for rel, text in content.items():
+            zf.writestr(rel, text)
+    return path
+
+
+def pip_install(wheel: Path, target: Path) -> None:
+    subprocess.run([PYTHON, "-m", "pip", "install", "-q", "--no-index", "--no-deps",
+                    "--upgrade", "--target", str(target), str(wheel)], check=True,
+                   capture_output=True, timeout=120)

@@ -123,6 +123,7 @@ class Probe:
         self.guarded("exit modules", self._read_modules)
         self.guarded("exit maps", self._read_maps)
         self.guarded("exit script", self._main_file)
+        self.guarded("exit title", self._title)
         self.save("exit")
 
     def _read_maps(self):
@@ -137,6 +138,18 @@ class Probe:
             if isinstance(path, str) and path:
                 files[name] = path
         self.record.facts["modules"] = files
+
+    def _title(self):
+        """The process title as the kernel shows it (vLLM renames its processes)."""
+        parts = []
+        for name in ("comm", "cmdline"):
+            try:
+                with open("/proc/self/" + name, "rb") as fh:
+                    parts.append(fh.read(4096).replace(b"\0", b" ").strip().decode(
+                        "utf-8", "replace"))
+            except OSError:
+                pass
+        self.record.facts["title"] = " | ".join(parts)
 
     def _main_file(self):
         main = sys.modules.get("__main__")
