@@ -105,6 +105,8 @@ CLASSIFICATION: tuple[tuple[str, LeafKind], ...] = (
     ("code.script.path", C),
     ("code.script.changed_during_run", C),
     ("code.modules.*.files_checked", C),
+    ("runtime.transformers.models.*.commit", I),
+    ("model.files.*.source", C),
     ("**", I),
 )
 

@@ -18,15 +18,6 @@ from provenance.exec.probe.installed import Installed, site_root
 from provenance.exec.probe.processes import Process
 
 
-def _hasher():
-    # one hash cache for prov exec: the loaded-libraries one (moving into provenance/exec/)
-    try:
-        from provenance.exec.loaded_libs import FileHasher
-    except ImportError:
-        from runners.loaded_libs import FileHasher
-    return FileHasher()
-
-
 def command_facts(command: Sequence[str] | None, main: Process | None) -> list[str] | None:
     """The command line as typed, its program named by basename (paths differ by copy)."""
     argv = list(command) if command else (list(main.orig_argv) if main else [])

@@ -8,7 +8,8 @@ returns facts sections to merge into the run's manifest:
 - `runtime.torch.flags.*`: torch's numerics state at exit (identity), and
   `runtime.torch.changed.*` (context) with both values of a flag the run changed;
 - `code.command`, `code.script.sha256`, `code.modules.<dist>.*`, `code.unrecorded.*`;
-- `runtime.libs.<basename>.*` and `probe.libraries.*` (see `libs`).
+- `runtime.libs.<soname>.*` and `probe.libraries.*` (see `libs`);
+- `runtime.transformers.*` (see `engines`) and `model.files.<relpath>.*` (`model_files`).
 """
 
 from __future__ import annotations
@@ -94,9 +95,12 @@ def collect(run_dir: str | Path, command: Sequence[str] | None = None) -> dict[s
 
     The files are consumed: their facts are in the result, and their raw argv may hold a
     secret that must not reach the store (`command` is redacted here)."""
-    from provenance.exec.probe.code import _hasher, command_facts, module_facts, script_facts
+    from provenance.exec.probe.code import command_facts, module_facts, script_facts
+    from provenance.exec.probe.engines import transformers_facts
+    from provenance.exec.probe.hashing import file_hasher
     from provenance.exec.probe.installed import Installed
     from provenance.exec.probe.libs import library_facts
+    from provenance.exec.probe.model_files import model_file_facts
 
     run_dir = Path(run_dir)
     processes = read_processes(run_dir)
@@ -109,7 +113,7 @@ def collect(run_dir: str | Path, command: Sequence[str] | None = None) -> dict[s
         code["command"] = cmd
     on = [p for p in processes if p.state == "on"]
     if on:
-        installed, hasher = Installed(), _hasher()
+        installed, hasher = Installed(), file_hasher()
         script = script_facts(main, hasher)
         if script:
             code["script"] = script
@@ -118,6 +122,12 @@ def collect(run_dir: str | Path, command: Sequence[str] | None = None) -> dict[s
         torch = torch_facts(on)
         if torch:
             runtime["torch"] = torch
+        transformers = transformers_facts(on)
+        if transformers:
+            runtime["transformers"] = transformers
+        files = model_file_facts(on, hasher)
+        if files:
+            facts["model"] = {"files": files}
         libs, notes = library_facts(on, installed)
         if libs:
             runtime["libs"] = libs

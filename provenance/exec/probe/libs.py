@@ -1,7 +1,8 @@
 """The libraries each probed process had mapped at exit: build-id, owner, shadowing.
 
-`runtime.libs.<soname>` (the file's DT_SONAME, else its basename) holds the ELF build-id and the owner (identity) and the path
-(context: two copies of one environment live in different directories). A library that
+`runtime.libs.<soname>` (the file's DT_SONAME, else its basename) holds the ELF build-id
+and the owner (identity) and the path (context: two copies of one environment live in
+different directories). A library that
 nothing installed owns, or that is mapped from another path than the copy a wheel of the
 same process ships under that soname (LD_LIBRARY_PATH is searched before a wheel's RUNPATH),
 is flagged: `runtime.libs.<basename>.shadows` names the wheel's copy, and

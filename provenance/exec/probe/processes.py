@@ -35,6 +35,7 @@ class Process:
     torch: dict[str, dict[str, Any]] = field(default_factory=dict)
     modules: dict[str, str] = field(default_factory=dict)
     maps: list[str] | None = None
+    mapped_weights: list[str] = field(default_factory=list)
     script: dict[str, Any] | None = None
     engines: dict[str, Any] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
@@ -75,6 +76,7 @@ def parse(doc: Any, file: str = "") -> Process | None:
         torch={k: _scalars(torch.get(k)) for k in ("at_import", "at_exit") if k in torch},
         modules={str(k): v for k, v in _table(doc.get("modules")).items() if isinstance(v, str)},
         maps=_strings(maps) if isinstance(maps, list) else None,
+        mapped_weights=_strings(doc.get("mapped_weights")),
         script=_table(doc.get("script")) or None,
         engines={k: _table(doc.get(k)) for k in ("transformers", "vllm") if k in doc},
         errors=_strings(doc.get("errors")), file=file,

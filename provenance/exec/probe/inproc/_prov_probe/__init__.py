@@ -17,7 +17,8 @@ import sys
 
 from .record import Record
 
-WATCHED = ("torch", "transformers", "vllm")
+WATCHED = ("torch", "vllm", "transformers.modeling_utils",
+           "transformers.tokenization_utils_base")
 _probe = None
 
 
@@ -43,6 +44,7 @@ class Probe:
     def __init__(self, record):
         self.record = record
         self.exited = False
+        self.transformers = None
 
     def guarded(self, where, fn, *args):
         try:
@@ -77,14 +79,20 @@ class Probe:
             self.record.facts["script"] = _stat(argv[0])
 
     def on_import(self, name, module):
-        self.guarded("import " + name, self._read_at_import, name)
+        self.guarded("import " + name, self._read_at_import, name, module)
         self.save("import " + name)
 
-    def _read_at_import(self, name):
+    def _read_at_import(self, name, module):
         if name == "torch":
             from .torch_flags import torch_state
 
             self.record.facts.setdefault("torch", {})["at_import"] = torch_state()
+        elif name.startswith("transformers."):
+            if self.transformers is None:
+                from .transformers_facts import Watcher
+
+                self.transformers = Watcher(self)
+            self.transformers.on_module(name, module)
 
     def after_fork(self):
         try:
@@ -120,6 +128,9 @@ class Probe:
 
             self.guarded("exit torch", lambda: facts.setdefault("torch", {}).update(
                 at_exit=torch_state()))
+        if self.transformers is not None:
+            self.guarded("exit transformers", lambda: facts.update(
+                transformers=self.transformers.facts()))
         self.guarded("exit modules", self._read_modules)
         self.guarded("exit maps", self._read_maps)
         self.guarded("exit script", self._main_file)
@@ -127,9 +138,11 @@ class Probe:
         self.save("exit")
 
     def _read_maps(self):
-        from .maps import mapped_libraries
+        from .maps import mapped_files
 
-        self.record.facts["maps"] = mapped_libraries()
+        libs, weights = mapped_files()
+        self.record.facts["maps"] = libs
+        self.record.facts["mapped_weights"] = weights
 
     def _read_modules(self):
         files = {}

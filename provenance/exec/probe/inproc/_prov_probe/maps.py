@@ -1,6 +1,9 @@
-"""The shared objects mapped into this process, from /proc/self/maps (Linux)."""
+"""What is mapped into this process, from /proc/self/maps (Linux): shared objects, and
+model weight files (safetensors and GGUF are read through mmap)."""
 
 import os
+
+WEIGHT_SUFFIXES = (b".safetensors", b".gguf", b".bin", b".pt", b".pth")
 
 
 def _is_shared_object(name):
@@ -8,14 +11,14 @@ def _is_shared_object(name):
     return name.endswith(b".so") or b".so." in name
 
 
-def mapped_libraries():
-    """Sorted paths of file-backed shared objects; [] where /proc is not there."""
+def mapped_files():
+    """(sorted shared-object paths, sorted weight-file paths); ([], []) without /proc."""
     try:
         with open("/proc/self/maps", "rb") as fh:
             data = fh.read()
     except OSError:
-        return []
-    found = set()
+        return [], []
+    libs, weights = set(), set()
     for line in data.split(b"\n"):
         slash = line.find(b"/")
         if slash < 0:
@@ -23,6 +26,9 @@ def mapped_libraries():
         path = line[slash:]
         if path.endswith(b" (deleted)"):
             path = path[: -len(b" (deleted)")]
-        if _is_shared_object(path.rsplit(b"/", 1)[-1]):
-            found.add(os.fsdecode(path))
-    return sorted(found)
+        name = path.rsplit(b"/", 1)[-1]
+        if _is_shared_object(name):
+            libs.add(os.fsdecode(path))
+        elif name.endswith(WEIGHT_SUFFIXES):
+            weights.add(os.fsdecode(path))
+    return sorted(libs), sorted(weights)
