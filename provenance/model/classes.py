@@ -107,6 +107,8 @@ CLASSIFICATION: tuple[tuple[str, LeafKind], ...] = (
     ("code.modules.*.files_checked", C),
     ("runtime.transformers.models.*.commit", I),
     ("model.files.*.source", C),
+    # a per-process shared-memory name vLLM draws at random
+    ("runtime.vllm.envs.VLLM_OBJECT_STORAGE_SHM_BUFFER_NAME", C),
     ("**", I),
 )
 

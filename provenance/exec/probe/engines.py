@@ -6,6 +6,10 @@ device_map, quantization, name_or_path, revision, commit) and
 chat_template_sha256), numbered in load order over the run's processes (main first). A
 local directory's name_or_path is written `local:<directory name>` (where a copy lives is
 not what it computes with; its files' digests are in `model.files`).
+
+vLLM: `runtime.vllm.*` as the model runner held it (see the probe's `vllm_facts`):
+`attention_backend.{requested,resolved,layers.<layer class>}`, `kv_cache_dtype.{requested,
+resolved}`, `max_num_batched_tokens`, `dtype`, ... and `envs.VLLM_*`.
 """
 
 from __future__ import annotations
@@ -54,4 +58,41 @@ def transformers_facts(processes: list[Process]) -> dict[str, Any]:
         out["models"] = {str(i): m for i, m in enumerate(models)}
     if tokenizers:
         out["tokenizers"] = {str(i): t for i, t in enumerate(tokenizers)}
+    return out
+
+
+def _merge_runners(runners: list[dict[str, Any]]) -> dict[str, Any]:
+    """One runner: its facts. Several (tensor/pipeline parallel workers): each key's value
+    where they agree, all of them where they do not."""
+    if len(runners) == 1:
+        return runners[0]
+    out: dict[str, Any] = {}
+    for key in sorted({k for r in runners for k in r}):
+        values = [r[key] for r in runners if key in r]
+        if all(isinstance(v, dict) for v in values):
+            out[key] = _merge_runners(values)
+        else:
+            distinct = sorted({str(v) for v in values})
+            out[key] = values[0] if len(distinct) == 1 else distinct
+    return out
+
+
+def vllm_facts(processes: list[Process]) -> dict[str, Any]:
+    """`runtime.vllm.*` from the processes that ran a model runner; `envs` as vLLM read them
+    (in the first process that imported its model runner), secrets redacted."""
+    from provenance.model.redact import redact_value
+
+    runners: list[dict] = []
+    envs: dict[str, str] = {}
+    for p in processes:
+        v = p.engines.get("vllm", {})
+        runners += [r for r in v.get("runners") or [] if isinstance(r, dict)]
+        if not envs and isinstance(v.get("envs"), dict):
+            envs = {str(k): redact_value(str(k), str(x)) for k, x in v["envs"].items()}
+    out: dict[str, Any] = _merge_runners(runners) if runners else {}
+    for key in ("model", "tokenizer"):  # a local directory: where the copy lives is context
+        if isinstance(out.get(key), str) and os.path.isdir(out[key]):
+            out[key] = "local:" + os.path.basename(os.path.normpath(out[key]))
+    if envs:
+        out["envs"] = envs
     return out

@@ -96,7 +96,7 @@ def collect(run_dir: str | Path, command: Sequence[str] | None = None) -> dict[s
     The files are consumed: their facts are in the result, and their raw argv may hold a
     secret that must not reach the store (`command` is redacted here)."""
     from provenance.exec.probe.code import command_facts, module_facts, script_facts
-    from provenance.exec.probe.engines import transformers_facts
+    from provenance.exec.probe.engines import transformers_facts, vllm_facts
     from provenance.exec.probe.hashing import file_hasher
     from provenance.exec.probe.installed import Installed
     from provenance.exec.probe.libs import library_facts
@@ -122,9 +122,10 @@ def collect(run_dir: str | Path, command: Sequence[str] | None = None) -> dict[s
         torch = torch_facts(on)
         if torch:
             runtime["torch"] = torch
-        transformers = transformers_facts(on)
-        if transformers:
-            runtime["transformers"] = transformers
+        for engine, read in (("transformers", transformers_facts), ("vllm", vllm_facts)):
+            found = read(on)
+            if found:
+                runtime[engine] = found
         files = model_file_facts(on, hasher)
         if files:
             facts["model"] = {"files": files}

@@ -17,8 +17,8 @@ import sys
 
 from .record import Record
 
-WATCHED = ("torch", "vllm", "transformers.modeling_utils",
-           "transformers.tokenization_utils_base")
+WATCHED = ("torch", "transformers.modeling_utils", "transformers.tokenization_utils_base",
+           "vllm.v1.worker.gpu_model_runner")
 _probe = None
 
 
@@ -45,6 +45,7 @@ class Probe:
         self.record = record
         self.exited = False
         self.transformers = None
+        self.vllm = None
 
     def guarded(self, where, fn, *args):
         try:
@@ -93,6 +94,12 @@ class Probe:
 
                 self.transformers = Watcher(self)
             self.transformers.on_module(name, module)
+        elif name.startswith("vllm."):
+            if self.vllm is None:
+                from .vllm_facts import Watcher as VllmWatcher
+
+                self.vllm = VllmWatcher(self)
+            self.vllm.on_module(name, module)
 
     def after_fork(self):
         try:
@@ -131,6 +138,8 @@ class Probe:
         if self.transformers is not None:
             self.guarded("exit transformers", lambda: facts.update(
                 transformers=self.transformers.facts()))
+        if self.vllm is not None:
+            self.guarded("exit vllm", lambda: facts.update(vllm=self.vllm.facts()))
         self.guarded("exit modules", self._read_modules)
         self.guarded("exit maps", self._read_maps)
         self.guarded("exit script", self._main_file)
