@@ -7,6 +7,7 @@ nothing installed owns, or that is mapped from another path than the copy a whee
 same process ships under that soname (LD_LIBRARY_PATH is searched before a wheel's RUNPATH),
 is flagged: `runtime.libs.<basename>.shadows` names the wheel's copy, and
 `probe.libraries.shadowing` / `.unowned` say it in words, with both paths and owners.
+Kernels compiled during the run (inductor, triton) are counted, not listed (`jit_artifact`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,14 @@ from typing import Any
 from provenance.exec.probe.elf import read_elf
 from provenance.exec.probe.installed import Installed, Owned, site_root
 from provenance.exec.probe.processes import Process
+
+
+def jit_artifact(path: str) -> bool:
+    """A kernel a compiler built during the run (torch inductor, triton, vLLM's compile
+    cache): an output of inputs that are identity already, named and rebuilt per config."""
+    parts = path.split(os.sep)
+    return any(p.startswith("torchinductor") or p in (".triton", "torch_compile_cache")
+               for p in parts) or f"{os.sep}triton{os.sep}cache{os.sep}" in path
 
 
 def _shipped_copies(installed: Installed, roots: set[str]) -> dict[str, list[tuple[str, Owned]]]:
@@ -45,12 +54,16 @@ def library_facts(processes: list[Process], installed: Installed) -> tuple[dict,
     seen: dict[str, dict[str, set[str]]] = {}
     unowned: set[str] = set()
     shadowing: set[str] = set()
+    jit: set[str] = set()
     for p in processes:
         if p.maps is None:
             continue
         shipped = _shipped_copies(installed, _roots(p))
         prefixes = (p.base_prefix, p.prefix)
         for path in p.maps:
+            if jit_artifact(path):
+                jit.add(path)
+                continue
             bid, soname = read_elf(path)
             name = soname or os.path.basename(path)  # what the loader resolved it as
             owner = installed.owner(path, prefixes)
@@ -77,4 +90,6 @@ def library_facts(processes: list[Process], installed: Installed) -> tuple[dict,
         notes["unowned"] = sorted(unowned)
     if shadowing:
         notes["shadowing"] = sorted(shadowing)
+    if jit:
+        notes["jit_compiled"] = len(jit)
     return facts, notes
