@@ -4,6 +4,8 @@
 sorts every differing key into exactly one bucket:
 - *varied*: covered by a `--vary` (a dotted key, a key pattern, or a preset name);
 - *ignored*: covered by an always-ignored pattern (built in, or `[tool.prov] ignore`);
+- *not loaded*: a `python.packages.<name>` difference where every process of both runs
+  was probed and none imported <name> (listed, not blocking);
 - *refused*: anything else. One refused key refuses the comparison.
 Nothing is waived silently: varied and ignored keys are both written into the record.
 
@@ -192,6 +194,20 @@ def load_config(start: Path | None = None) -> GateConfig:
     return config
 
 
+def loaded_packages(a: Manifest, b: Manifest) -> set[str] | None:
+    """The distributions some process of either run imported (`code.modules`, from the
+    in-process probe), or None unless every process of both runs was probed to its exit:
+    only then is "no process imported it" known rather than guessed."""
+    if a.get("probe.complete") is not True or b.get("probe.complete") is not True:
+        return None
+    return set(a.get("code.modules") or {}) | set(b.get("code.modules") or {})
+
+
+def _not_loaded(key: tuple[str, ...], loaded: set[str] | None) -> bool:
+    return (loaded is not None and len(key) > 2 and key[:2] == ("python", "packages")
+            and key[2] not in loaded)
+
+
 @dataclass
 class GateResult:
     diff: ManifestDiff
@@ -200,6 +216,7 @@ class GateResult:
     refused: list[Change]
     unused: list[str]  # --vary specs that covered no difference
     patterns: dict[str, tuple[str, ...]]
+    not_loaded: list[Change] = field(default_factory=list)  # packages no process imported
 
     @property
     def ok(self) -> bool:
@@ -219,6 +236,7 @@ class GateResult:
             },
             "ignored": values(self.ignored),
             "refused": values(self.refused),
+            "not_loaded": values(self.not_loaded),
             "unused_vary": self.unused,
         }
 
@@ -232,6 +250,8 @@ def gate(a: Manifest, b: Manifest, vary: list[str], config: GateConfig | None = 
     varied: dict[str, list[Change]] = {spec: [] for spec in vary}
     ignored: list[Change] = []
     refused: list[Change] = []
+    not_loaded: list[Change] = []
+    loaded = loaded_packages(a, b)
     for change in d.of_kind(LeafKind.IDENTITY):
         key = tuple(split_key(change.key))
         spec = next((s for s, pats in compiled.items() if any(_covers(p, key) for p in pats)), None)
@@ -239,10 +259,12 @@ def gate(a: Manifest, b: Manifest, vary: list[str], config: GateConfig | None = 
             varied[spec].append(change)
         elif any(_covers(p, key) for p in ignore):
             ignored.append(change)
+        elif _not_loaded(key, loaded):
+            not_loaded.append(change)
         else:
             refused.append(change)
     unused = [s for s, changes in varied.items() if not changes]
-    return GateResult(d, varied, ignored, refused, unused, patterns)
+    return GateResult(d, varied, ignored, refused, unused, patterns, not_loaded)
 
 
 def with_loaded_libraries(manifest: Manifest, libs: dict[str, str]) -> Manifest:
