@@ -132,6 +132,9 @@ def _print_show(info, rec: dict, all_libs: bool = False) -> None:
         rows.append(("output", f"{path}  {out.get('type')}  {out.get('digest', '')}"))
     for path, f in sorted((rec.get("run_dir") or {}).items()):
         rows.append(("run file", f"{path}  {f.get('digest', '')}"))
+    from provenance.exec.probe.show import engine_rows
+
+    rows += engine_rows(rec.get("facts") or {})  # what the in-process probe saw
     libs = rec.get("loaded_libraries") or []
     if libs:
         shown = libs if all_libs else [lib for lib in libs if KEY_LIBS.search(lib["name"])]
