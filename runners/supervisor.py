@@ -506,7 +506,7 @@ def _execute(
 
     base_sections = set(_sections(snap.text))
     facts = _run_facts(run_dir, base_sections, warnings)
-    probe.merge_into(facts, probe.collect(run_dir, argv))  # consumes PROV_RUN_DIR/probe
+    probe.merge_into(facts, probe.collect(run_dir, argv, [workdir / p for p in outputs]))
     run_files = ingest_run_dir(run_dir, store)
     facts["run"] = {
         k: v

@@ -18,14 +18,28 @@ from provenance.exec.probe.installed import Installed, site_root
 from provenance.exec.probe.processes import Process
 
 
-def command_facts(command: Sequence[str] | None, main: Process | None) -> list[str] | None:
-    """The command line as typed, its program named by basename (paths differ by copy)."""
+def _placeholder(arg: str, places: dict[str, str]) -> str:
+    """`--out=/x/run3` -> `--out=<output>` where /x/run3 is a declared output."""
+    flag, eq, value = arg.partition("=") if arg.startswith("-") else ("", "", arg)
+    for path, name in places.items():
+        if value == path or value.startswith(path + os.sep):
+            return flag + eq + name + value[len(path):]
+    return arg
+
+
+def command_facts(command: Sequence[str] | None, main: Process | None,
+                  places: dict[str, str] | None = None) -> list[str] | None:
+    """The command line as typed, its program named by basename (paths differ by copy).
+
+    `places` maps paths to the names they are written as: where a run writes its declared
+    outputs (`prov exec --output`) and its run directory say where results go, not how
+    they are computed, and differ for every run by design."""
     argv = list(command) if command else (list(main.orig_argv) if main else [])
     if not argv:
         return None
     from provenance.model.redact import redact_argv
 
-    argv = [str(a) for a in redact_argv(argv)]
+    argv = [_placeholder(str(a), places or {}) for a in redact_argv(argv)]
     return [os.path.basename(argv[0]), *argv[1:]]
 
 

@@ -90,11 +90,13 @@ def merge_into(facts: dict[str, Any], extra: dict[str, Any]) -> None:
             facts[key] = value
 
 
-def collect(run_dir: str | Path, command: Sequence[str] | None = None) -> dict[str, Any]:
+def collect(run_dir: str | Path, command: Sequence[str] | None = None,
+            outputs: Sequence[str | Path] = ()) -> dict[str, Any]:
     """Facts sections (nested; dotted keys once flattened) from the run's probe files.
 
     The files are consumed: their facts are in the result, and their raw argv may hold a
-    secret that must not reach the store (`command` is redacted here)."""
+    secret that must not reach the store (`command` is redacted here). In the command line
+    the declared `outputs` and the run directory are written `<output>` / `<run_dir>`."""
     from provenance.exec.probe.code import command_facts, module_facts, script_facts
     from provenance.exec.probe.engines import transformers_facts, vllm_facts
     from provenance.exec.probe.hashing import file_hasher
@@ -108,7 +110,9 @@ def collect(run_dir: str | Path, command: Sequence[str] | None = None) -> dict[s
     main = next((p for p in processes if p.role == "main"), None)
     facts: dict[str, Any] = {"probe": probe}
     code: dict[str, Any] = {}
-    cmd = command_facts(command, main)
+    places = {str(Path(o).absolute()): "<output>" for o in outputs}
+    places[str(run_dir.absolute())] = "<run_dir>"
+    cmd = command_facts(command, main, places)
     if cmd:
         code["command"] = cmd
     on = [p for p in processes if p.state == "on"]

@@ -131,3 +131,18 @@ def test_a_non_python_command_records_its_command_and_no_probe(penv):
     rec = last_run(penv)
     assert rec["facts"]["probe"]["state"] == "no python process"
     assert rec["facts"]["code"]["command"] == ["sh", "-c", "echo hi"]
+
+
+def test_declared_outputs_in_the_command_line_are_written_as_placeholders(penv, tmp_path):
+    recs = []
+    for name in ("a", "b"):
+        out = tmp_path / f"out-{name}"
+        code = "import sys, pathlib; pathlib.Path(sys.argv[1]).write_text('x')"
+        p = prov("exec", "-q", "--output", str(out), "--", PYTHON, "-c", code, str(out),
+                 f"--log={out}/log.txt", env=penv)
+        assert p.returncode == 0, p.stderr
+        recs.append(last_run(penv))
+    assert recs[0]["facts"]["code"]["command"] == [
+        "python", "-c", code, "<output>", "--log=<output>/log.txt"]
+    rc, doc = compare(penv, *recs)
+    assert rc == 0, doc["refused"]
