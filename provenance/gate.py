@@ -141,6 +141,18 @@ class GateConfig:
         return (spec,)
 
 
+def suggest_presets(config: GateConfig, changes: list[Change]) -> dict[str, list[str]]:
+    """preset -> the refused keys it would cover (each key under its first covering preset)."""
+    out: dict[str, list[str]] = {}
+    for change in changes:
+        key = tuple(split_key(change.key))
+        for name, patterns in config.presets.items():
+            if any(_covers(_parts(p), key) for p in patterns):
+                out.setdefault(name, []).append(change.key)
+                break
+    return out
+
+
 def find_pyproject(start: Path | None = None) -> Path | None:
     start = (start or Path.cwd()).absolute()
     for d in (start, *start.parents):

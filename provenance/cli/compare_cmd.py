@@ -104,6 +104,11 @@ def compare(
         result.refused,
         err,
     )
+    from provenance.gate import suggest_presets
+
+    for preset, keys in suggest_presets(config, result.refused).items():
+        err.print(f"covered by --vary {preset}: {', '.join(keys)}", markup=False,
+                  highlight=False)
     err.print(
         "[red]refused[/red]: these runs were not done in the same environment. "
         "Declare what you meant to vary with --vary KEY or a preset "

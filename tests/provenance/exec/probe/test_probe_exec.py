@@ -85,6 +85,8 @@ def test_an_in_process_torch_call_is_refused_naming_the_key(penv, workload, case
 def test_the_threads_preset_covers_set_num_threads(penv, workload):
     a, _ = exec_run(penv, workload)
     b, _ = exec_run(penv, workload, "threads")
+    human = prov("compare", a["run_id"], b["run_id"], env=penv).stderr.decode()
+    assert "covered by --vary threads: runtime.torch.flags.num_threads" in human
     rc, doc = compare(penv, a, b, "threads")
     assert rc == 0, doc["refused"]
     assert list(doc["varied"]["threads"]["keys"]) == ["runtime.torch.flags.num_threads"]
