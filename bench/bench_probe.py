@@ -6,7 +6,8 @@
    `prov exec` gives) and without it (PROV_INPROCESS=0: nothing added), N interleaved runs,
    medians of wall time and of the process tree's CPU time (wait4); and the probe's own
    import time, from `-X importtime` (the `sitecustomize` line: our start).
-2. A torch workload of about S seconds (a fixed number of float64 matmuls), with and
+2. A torch workload of about S seconds of CPU (a fixed number of float64 matmuls,
+   calibrated on CPU time, torch's import included), with and
    without the probe, interleaved, R rounds; the least disturbed (lowest CPU) of each is
    kept, and the share the probe adds is their difference over the run without it.
 3. prov's side: `host.collect` on the files that workload left (RECORD checks, ELF reads,
@@ -35,6 +36,7 @@ from provenance.exec.probe.host import collect, environment  # noqa: E402
 PYTHON = sys.executable
 WORKLOAD = """
 import sys, torch
+torch.set_num_threads(1)  # one thread: CPU time is the work, not the pool's spinning
 a = torch.randn(256, 256, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
 for _ in range(int(sys.argv[1])):
     a = (a @ a) / 256.0
@@ -87,12 +89,13 @@ def startup(e: dict, repeats: int) -> dict:
 
 
 def calibrate(e: dict, seconds: float) -> int:
-    n = 20
-    while True:
-        wall, _ = tree([PYTHON, "-c", WORKLOAD, str(n)], e["off"])
-        if wall > 1.0:
-            return max(1, int(n * seconds / wall))
-        n *= 4
+    """Iterations for about `seconds` of CPU (wall time on a shared machine is not ours):
+    the lower of two readings at 0 and at 400 iterations, a straight line through them."""
+    def cpu(n: int) -> float:
+        return min(tree([PYTHON, "-c", WORKLOAD, str(n)], e["off"])[1] for _ in range(2))
+
+    base, at = cpu(0), cpu(400)
+    return max(1, int(400 * (seconds - base) / max(at - base, 1e-3)))
 
 
 def long_run(e: dict, seconds: float, rounds: int, script: Path) -> dict:
@@ -137,8 +140,8 @@ def main() -> None:
             f.unlink()
         result["long_run"] = long_run(e, args.seconds, args.rounds, script)
         collect(run_dir)  # warm the digest cache, as a second run of one environment is
-        for _ in range(args.rounds):
-            tree([PYTHON, str(script), "1"], e["on"])
+        environment(run_dir, e["on"])  # collect consumed the probe directory
+        tree([PYTHON, str(script), "1"], e["on"])
         result["prov_side"] = collect_cost(run_dir)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "bench_probe.json").write_text(json.dumps(result, indent=2) + "\n")
