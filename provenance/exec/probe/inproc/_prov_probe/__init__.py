@@ -70,6 +70,8 @@ class Probe:
 
     def save(self, stage):
         try:
+            if stage != "start":  # the title a process gives itself (vLLM's engine core)
+                self._title()
             self.record.write(stage)
         except Exception:
             pass  # an unwritable run directory: nothing left to record the failure in
@@ -143,7 +145,6 @@ class Probe:
         self.guarded("exit modules", self._read_modules)
         self.guarded("exit maps", self._read_maps)
         self.guarded("exit script", self._main_file)
-        self.guarded("exit title", self._title)
         self.save("exit")
 
     def _read_maps(self):
