@@ -1,23 +1,37 @@
-"""Image scan speed against the physical limit, and peak memory, side by side in one run.
+"""Image scan speed against the physical limit, with and without file verification.
 
-    .venv/bin/python bench/bench_containers.py [IMAGE ...] [--repeats N]
+    .venv/bin/python bench/bench_containers.py [IMAGE ...] [--repeats N] [--out DIR]
 
-IMAGE: any source (`oci:DIR`, `oci:FILE.tar`, `docker-archive:FILE.tar`); default: the test
-image (built and cached by tests/fixtures/images.py) as OCI layout and docker-archive.
+IMAGE: any source (`oci:DIR[:TAG]`, `oci:FILE.tar`, `docker-archive:FILE.tar`); default:
+the bench's own image (bench/container_image.py: >= 1 GB of layers, real Debian rootfs +
+generated compressible and incompressible files, built once and cached) as OCI gzip,
+OCI zstd and OCI uncompressed.
 
-  prov's scan (one process: open, re-hash every blob, decompress, walk the tar, whiteouts,
-  catalogers)   vs   for each layer: `gzip -dc BLOB | tar -t` (`zstd -dc` for zstd, `cat`
-  for uncompressed; docker-archive members through `tar -xOf`), which only decompresses
-  and lists: the physical limit of a daemonless scan.
+Per image, interleaved runs (page cache warm after the first), each timed in wall and CPU
+seconds (user + sys of every process and thread):
 
-Prints median times, the ratio (target: within 1.3x) and the scan's peak RSS
-(target: < 256 MB). Interleaved runs; page cache warm after the first.
+  floor        for each layer `gzip -dc BLOB | tar -t` (`zstd -dc`, `cat`; a tar's members
+               through `tar -xOf`): decompress and list, the physical limit of a scan
+  floor+hash   the same with the hashing a scan cannot skip: sha256 of the blob (its
+               digest) and of the uncompressed stream (its DiffID), beside it via tee
+               (`openssl sha256`: SHA-NI like Python's hashlib; coreutils' sha256sum is
+               2-3x slower here and would flatter the scan)
+  hash-only    the hashing of file verification alone: sha256 of the blob, sha256 of the
+               uncompressed stream twice (DiffID, per-file sha256) and md5 once (dpkg's
+               md5sums), C tools over bytes already decompressed
+  pin          prov's scan without file verification (`scan_image(verify_files=False)`)
+  pin+verify   prov's scan as `prov pin` runs it: every file hashed and checked
+
+Ratios: pin / floor+hash (target <= 1.3x), pin+verify / (floor+hash + hash-only), and
+pin+verify / pin (the cost of verification). Peak RSS of each scan.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import platform
+import resource
 import statistics
 import subprocess
 import sys
@@ -30,9 +44,10 @@ sys.path.insert(0, str(ROOT))
 
 SCAN = (
     "import resource, sys, time; t = time.perf_counter(); from containers import scan_image; "
-    "s = scan_image(sys.argv[1]); e = time.perf_counter() - t; "
-    "print(e, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, "
-    "len(s.packages()), len(s.layers))"
+    "s = scan_image(sys.argv[1], verify_files=sys.argv[2] == '1'); "
+    "e = time.perf_counter() - t; f = s.files or {}; "
+    "print(e, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, len(s.packages()), "
+    "len(s.layers), sum(c.checked for c in f.values()))"
 )
 
 
@@ -44,122 +59,229 @@ def _codec(head: bytes) -> str:
     return "cat"
 
 
-def baseline_commands(source: str) -> list[str]:
-    """One shell pipeline per layer that decompresses and lists it."""
-    kind, _, value = source.partition(":")
+def _manifest(read, index: dict, tag: str | None) -> dict:
+    """The image manifest an index leads to: the entry named `tag`, else the first."""
+    entries = index["manifests"]
+    if tag is not None:
+        names = "org.opencontainers.image.ref.name"
+        entries = [e for e in entries if (e.get("annotations") or {}).get(names) == tag]
+    doc = json.loads(read(entries[0]["digest"]))
+    while "manifests" in doc:  # nested index: first entry
+        doc = json.loads(read(doc["manifests"][0]["digest"]))
+    return doc
+
+
+def _split_tag(value: str) -> tuple[Path, str | None]:
     path = Path(value)
-    cmds = []
+    head, sep, tag = value.rpartition(":")
+    if not path.exists() and sep and "/" not in tag and Path(head).exists():
+        return Path(head), tag
+    return path, None
+
+
+def layer_streams(source: str) -> list[tuple[str, str]]:
+    """(shell command writing the layer blob to stdout, decompressor) per layer."""
+    kind, _, value = source.partition(":")
+    path, tag = _split_tag(value)
     if kind == "oci" and path.is_dir():
-        index = json.loads((path / "index.json").read_text())
-        digest = index["manifests"][0]["digest"]
-        doc = json.loads((path / "blobs/sha256" / digest.split(":")[1]).read_text())
-        while "manifests" in doc:  # nested index: first entry
-            digest = doc["manifests"][0]["digest"]
-            doc = json.loads((path / "blobs/sha256" / digest.split(":")[1]).read_text())
+        blobs = path / "blobs" / "sha256"
+
+        def read(digest: str) -> bytes:
+            return (blobs / digest.split(":")[1]).read_bytes()
+
+        doc = _manifest(read, json.loads((path / "index.json").read_text()), tag)
+        out = []
         for layer in doc["layers"]:
-            blob = path / "blobs/sha256" / layer["digest"].split(":")[1]
+            blob = blobs / layer["digest"].split(":")[1]
             with open(blob, "rb") as fh:
-                codec = _codec(fh.read(4))
-            cmds.append(f"{codec} '{blob}' | tar -t > /dev/null")
-        return cmds
-    # a tar (docker-archive or oci archive): layers are members
+                out.append((f"< '{blob}'", _codec(fh.read(4))))
+        return out
+    # a tar (docker-archive or oci archive): layers are members, maybe named "./..."
     with tarfile.open(path) as tf:
-        names = {m.name.lstrip("./"): m for m in tf.getmembers()}
+        names = {m.name.removeprefix("./"): m for m in tf.getmembers()}
+
+        def member(name: str) -> tarfile.TarInfo:
+            return names[name.removeprefix("./")]
+
         if "manifest.json" in names and "index.json" not in names:
-            manifest = json.load(tf.extractfile(names["manifest.json"]))[0]
-            members = manifest["Layers"]
+            layers = json.load(tf.extractfile(names["manifest.json"]))[0]["Layers"]
         else:
             index = json.load(tf.extractfile(names["index.json"]))
-            digest = index["manifests"][0]["digest"]
-            doc = json.load(tf.extractfile(names["blobs/sha256/" + digest.split(":")[1]]))
-            members = ["blobs/sha256/" + x["digest"].split(":")[1] for x in doc["layers"]]
-        for member in members:
-            head = tf.extractfile(names[member]).read(4)
-            codec = _codec(head).replace(" -dc", " -dc -").replace("cat", "cat -")
-            cmds.append(f"tar -xOf '{path}' '{member}' | {codec} | tar -t > /dev/null")
-    return cmds
+
+            def read(digest: str) -> bytes:
+                return tf.extractfile(member("blobs/sha256/" + digest.split(":")[1])).read()
+
+            doc = _manifest(read, index, tag)
+            layers = ["blobs/sha256/" + x["digest"].split(":")[1] for x in doc["layers"]]
+        out = []
+        for name in layers:
+            real = member(name).name
+            head = tf.extractfile(member(name)).read(4)
+            out.append((f"tar -xOf '{path}' '{real}' |", _codec(head)))
+        return out
 
 
-def with_sha256(cmds: list[str]) -> list[str]:
-    """The same pipelines with the blob also hashed (`tee >(sha256sum)`): a scan must
-    verify every digest, which `tar -t` alone does not."""
+def _unpack(read: str, codec: str, blob_hash: bool = False) -> str:
+    """Shell that writes one layer's uncompressed tar to stdout (`read`: `< 'FILE'` or a
+    producer command ending in `|`)."""
+    dc = "cat" if codec == "cat" else codec
+    if read.startswith("<"):
+        return f"{dc} {read}"
+    tee = "tee >(openssl sha256 >/dev/null) | " if blob_hash else ""
+    return f"{read} {tee}{dc}"
+
+
+def pipelines(streams: list[tuple[str, str]], mode: str) -> list[str]:
+    """One shell pipeline per layer for `floor`, `floor+hash` or `hash-only` (the last
+    decompresses to /dev/shm; run_hash_only times only the hashing)."""
     out = []
-    for cmd in cmds:
-        head, _, tail = cmd.partition(" | ")
-        if head.startswith(("gzip", "zstd", "cat")):
-            blob = head.rsplit(" ", 1)[-1]
-            out.append(f"sha256sum {blob} >/dev/null & {cmd}; wait")
+    for read, codec in streams:
+        if mode == "floor":
+            out.append(f"{_unpack(read, codec)} | tar -t > /dev/null")
+        elif mode == "floor+hash":
+            tail = "tee >(openssl sha256 >/dev/null) | tar -t > /dev/null"
+            if read.startswith("<"):  # the blob file hashed beside the pipeline
+                beside = f"openssl sha256 {read[1:]} > /dev/null &"
+                out.append(f"{beside} {_unpack(read, codec)} | {tail}; wait")
+            else:
+                out.append(f"{_unpack(read, codec, blob_hash=True)} | {tail}")
         else:
-            out.append(f"{head} | tee >(sha256sum >/dev/null) | {tail}")
+            out.append(f"{_unpack(read, codec)} > /dev/shm/prov-bench-layer")
     return out
 
 
-def run_baseline(cmds: list[str]) -> float:
+def _timed(fn) -> tuple[float, float]:
+    """(wall, CPU) seconds of fn(), CPU counted over the child processes it waits for."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
+    extra = fn()
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall - (extra or 0.0), cpu
+
+
+def run_shell(cmds: list[str]) -> None:
     for cmd in cmds:
         subprocess.run(["bash", "-o", "pipefail", "-c", cmd], check=True)
-    return time.perf_counter() - start
 
 
-def run_scan(source: str) -> tuple[float, int, int, int]:
-    out = subprocess.run(
-        [sys.executable, "-c", SCAN, source], check=True, capture_output=True, text=True, cwd=ROOT
-    ).stdout.split()
-    return float(out[0]), int(out[1]), int(out[2]), int(out[3])
+HASH_ONLY = (
+    "tee >(openssl sha256 >/dev/null) >(openssl sha256 >/dev/null) < /dev/shm/prov-bench-layer"
+    " | openssl md5 > /dev/null"
+)
+
+
+def run_hash_only(cmds: list[str]) -> tuple[float, float]:
+    """Decompress each layer to /dev/shm untimed, then time only the hashing of it."""
+    wall = cpu = 0.0
+    for cmd in cmds:
+        subprocess.run(["bash", "-o", "pipefail", "-c", cmd], check=True)
+        w, c = _timed(lambda: run_shell([HASH_ONLY]))
+        wall, cpu = wall + w, cpu + c
+    Path("/dev/shm/prov-bench-layer").unlink(missing_ok=True)
+    return wall, cpu
+
+
+def run_scan(source: str, verify: bool) -> dict:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    args = [sys.executable, "-c", SCAN, source, "1" if verify else "0"]
+    out = subprocess.run(args, check=True, capture_output=True, text=True, cwd=ROOT).stdout
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    wall, kb, packages, layers, checked = out.split()
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return {"wall": float(wall), "cpu": cpu, "rss_mb": int(kb) / 1024,
+            "packages": int(packages), "layers": int(layers), "checked": int(checked)}
+
+
+def _stream_bytes(streams: list[tuple[str, str]], which: str) -> int:
+    """Total bytes of the layer blobs (`cat`) or of their uncompressed tars (`codec`)."""
+    total = 0
+    for read, codec in streams:
+        cmd = f"{read} cat" if which == "cat" else _unpack(read, codec)
+        out = subprocess.run(["bash", "-o", "pipefail", "-c", f"{cmd} | wc -c"], check=True,
+                             capture_output=True, text=True).stdout
+        total += int(out.strip())
+    return total
 
 
 def bench(source: str, repeats: int) -> dict:
-    cmds = baseline_commands(source)
-    hashed = with_sha256(cmds)
-    run_baseline(cmds)  # warm the page cache
-    base, base_sha, ours, rss = [], [], [], []
-    packages = layers = 0
+    streams = layer_streams(source)
+    shells = {mode: pipelines(streams, mode) for mode in ("floor", "floor+hash", "hash-only")}
+    run_shell(shells["floor"])  # warm the page cache
+    runs: dict[str, list[tuple[float, float]]] = {}
+    scans: dict[str, list[dict]] = {"pin": [], "pin+verify": []}
     for _ in range(repeats):
-        base.append(run_baseline(cmds))
-        base_sha.append(run_baseline(hashed))
-        t, kb, packages, layers = run_scan(source)
-        ours.append(t)
-        rss.append(kb)
-    b, o = statistics.median(base), statistics.median(ours)
-    return {
-        "source": source,
-        "layers": layers,
-        "packages": packages,
-        "baseline_s": b,
-        "baseline_sha_s": statistics.median(base_sha),
-        "scan_s": o,
-        "ratio": o / b,
-        "peak_rss_mb": max(rss) / 1024,
-    }
+        runs.setdefault("floor", []).append(_timed(lambda: run_shell(shells["floor"])))
+        runs.setdefault("floor+hash", []).append(_timed(lambda: run_shell(shells["floor+hash"])))
+        runs.setdefault("hash-only", []).append(run_hash_only(shells["hash-only"]))
+        scans["pin"].append(run_scan(source, verify=False))
+        scans["pin+verify"].append(run_scan(source, verify=True))
+    row: dict = {"source": source, "layers": scans["pin"][0]["layers"]}
+    row["layer_bytes"] = _stream_bytes(streams, "cat")
+    row["uncompressed_bytes"] = _stream_bytes(streams, "codec")
+    row["packages"] = scans["pin"][0]["packages"]
+    row["files_checked"] = scans["pin+verify"][0]["checked"]
+    for name, values in runs.items():
+        row[name] = {"wall_s": statistics.median(w for w, _ in values),
+                     "cpu_s": statistics.median(c for _, c in values)}
+    for name, values in scans.items():
+        row[name] = {"wall_s": statistics.median(v["wall"] for v in values),
+                     "cpu_s": statistics.median(v["cpu"] for v in values),
+                     "peak_rss_mb": max(v["rss_mb"] for v in values)}
+    for unit in ("wall_s", "cpu_s"):
+        floor_verify = row["floor+hash"][unit] + row["hash-only"][unit]
+        row[f"ratio_pin_{unit[:-2]}"] = row["pin"][unit] / row["floor+hash"][unit]
+        row[f"ratio_pin_floor_{unit[:-2]}"] = row["pin"][unit] / row["floor"][unit]
+        row[f"ratio_verify_{unit[:-2]}"] = row["pin+verify"][unit] / floor_verify
+        row[f"verify_cost_{unit[:-2]}"] = row["pin+verify"][unit] / row["pin"][unit]
+    return row
+
+
+def _table(rows: list[dict]) -> str:
+    head = (f"| source | floor | floor+hash | hash-only | pin | pin/floor+hash | pin+verify | "
+            f"verify/(floor+hash+hash-only) | verify/pin | RSS MB |\n|{'---|' * 10}")
+    lines = [head]
+    for r in rows:
+        def f(name: str, r: dict = r) -> str:
+            return f"{r[name]['wall_s']:.2f} / {r[name]['cpu_s']:.2f}"
+
+        lines.append(
+            f"| {r['source'].rsplit('/', 1)[-1] if len(r['source']) > 40 else r['source']} | "
+            f"{f('floor')} | {f('floor+hash')} | {f('hash-only')} | {f('pin')} | "
+            f"{r['ratio_pin_wall']:.2f}x / {r['ratio_pin_cpu']:.2f}x | {f('pin+verify')} | "
+            f"{r['ratio_verify_wall']:.2f}x / {r['ratio_verify_cpu']:.2f}x | "
+            f"{r['verify_cost_wall']:.2f}x / {r['verify_cost_cpu']:.2f}x | "
+            f"{r['pin']['peak_rss_mb']:.0f} / {r['pin+verify']['peak_rss_mb']:.0f} |"
+        )
+    return "\n".join(lines)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("images", nargs="*")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--out", type=Path, help="write results.json and results.md here")
     args = parser.parse_args()
     sources = args.images
     if not sources:
-        from tests.fixtures.images import build_test_image
+        from bench.container_image import build_bench_image
 
-        img = build_test_image()
-        sources = [f"oci:{img.oci}", f"docker-archive:{img.archive}"]
+        sources = [f"oci:{path}" for path in build_bench_image().values()]
     rows = [bench(s, args.repeats) for s in sources]
-    print(
-        f"{'source':<48} {'layers':>6} {'pkgs':>5} {'limit s':>8} {'+sha s':>7} {'scan s':>7} "
-        f"{'ratio':>6} {'RSS MB':>7}"
-    )
-    for r in rows:
-        name = r["source"] if len(r["source"]) <= 48 else "…" + r["source"][-47:]
-        print(
-            f"{name:<48} {r['layers']:>6} {r['packages']:>5} {r['baseline_s']:>8.2f} "
-            f"{r['baseline_sha_s']:>7.2f} {r['scan_s']:>7.2f} {r['ratio']:>5.2f}x "
-            f"{r['peak_rss_mb']:>7.1f}"
+    table = _table(rows)
+    print("each cell: wall s / CPU s (median of", args.repeats, "runs)")
+    print(table)
+    if args.out:
+        args.out.mkdir(parents=True, exist_ok=True)
+        meta = {"machine": platform.machine(), "python": platform.python_version(),
+                "cpus": len(__import__("os").sched_getaffinity(0)),
+                "load_avg_at_end": __import__("os").getloadavg(), "repeats": args.repeats}
+        (args.out / "containers.json").write_text(
+            json.dumps({"meta": meta, "rows": rows}, indent=2) + "\n"
         )
-    print(
-        "limit: gzip -dc | tar -t per layer (+sha: with the blob hashed beside it); "
-        "ratio = scan / limit; targets: ratio <= 1.3x, peak RSS < 256 MB"
-    )
+        (args.out / "containers-table.md").write_text(table + "\n")
+
 
 if __name__ == "__main__":
     main()

@@ -90,8 +90,8 @@ def main() -> int:
 
     import torch
 
+    from bench.gpu.variants import analyse_torch, analyse_variant, torch_chunk
     from runners.gpu.digest import digest_many, digest_numpy, digest_triton, launch_digests
-    from runners.gpu.stats import _chunk, analyse_fused, analyse_torch
 
     dev = a.device
     measure = timer(dev, a.repeat)
@@ -131,7 +131,7 @@ def main() -> int:
     print(f"forward ({a.layers} layers, {a.positions} tokens) {res['forward_s'] * 1e3:.2f} ms")
     run("torch_plain", lambda: results.__setitem__("torch", analyse_torch(ref, cand, nxt)))
     if not a.no_compile:
-        comp = torch.compile(_chunk, dynamic=False)
+        comp = torch.compile(torch_chunk, dynamic=False)
 
         def compiled():
             for s in range(0, len(ref), 1024):
@@ -146,21 +146,20 @@ def main() -> int:
                     and torch.equal(tr["cand_top1"], fu["cand_top1"])
                     and float((tr["kl_ref_cand"] - fu["kl_ref_cand"]).abs().max()) < 1e-3)
 
-    # (variant, BLOCK_V, warps, prefetch): a sweep; the fastest that agrees with the torch
-    # reference is reported as the fused figure, every one is printed. "lanes" is the best
-    # configuration of the previous kernel, kept as the baseline.
-    configs = [("lanes", 1024, 4, False)] + [
-        ("online", bv, nw, pf) for bv, nw in ((512, 2), (512, 4), (1024, 4), (1024, 8),
-                                              (2048, 8), (2048, 16), (4096, 16))
-        for pf in (True, False)]
+    # (variant, BLOCK_V, warps): a sweep; the fastest that agrees with the torch reference is
+    # reported as the fused figure, every one is printed. "lanes" and "block" are the
+    # earlier kernels (bench/gpu/kernel_variants.py), kept as baselines.
+    configs = [("lanes", 1024, 4), ("block", 1024, 4)] + [
+        ("online", bv, nw) for bv, nw in ((512, 2), (512, 4), (1024, 4), (1024, 8),
+                                          (2048, 8), (4096, 16))]
     if not dev.startswith("cuda"):
-        configs = [("lanes", 256, 4, False), ("online", 256, 4, True)]
-    for var, bv, nw, pf in configs:
-        name = f"fused_{var}_bv{bv}_w{nw}" + ("_prefetch" if pf else "")
+        configs = [("lanes", 256, 4), ("online", 256, 4)]
+    for var, bv, nw in configs:
+        name = f"fused_{var}_bv{bv}_w{nw}"
         try:
-            run(name, lambda var=var, bv=bv, nw=nw, pf=pf, name=name: results.__setitem__(
-                name, analyse_fused(ref, cand, nxt, block_v=bv, num_warps=nw, variant=var,
-                                    prefetch=pf)))
+            run(name, lambda var=var, bv=bv, nw=nw, name=name: results.__setitem__(
+                name, analyse_variant(ref, cand, nxt, block_v=bv, num_warps=nw,
+                                      variant=var)))
         except Exception as exc:  # a config that does not compile is reported, not fatal
             res[name] = {"error": f"{type(exc).__name__}: {exc}"[:300]}
             print(f"{name}: {res[name]['error']}", flush=True)

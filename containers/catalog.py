@@ -19,9 +19,11 @@ INFO = "var/lib/dpkg/info/"
 
 
 def _list_filter(data: bytes) -> bytes:
-    """Keep only the Python metadata lines of a dpkg .list file: memory stays small."""
+    """Keep only the Python metadata and CUDA library lines of a dpkg .list file (who owns
+    them): memory stays small."""
     text = data.decode("utf-8", "replace")
-    return "\n".join(dpkg.parse_list_owned(text)).encode()
+    libs = [x for x in text.splitlines() if ".so." in x and cuda.LIBRARY.match(x.rsplit("/")[-1])]
+    return "\n".join(dpkg.parse_list_owned(text) + libs).encode()
 
 
 def wants(path: str) -> object:
@@ -47,6 +49,13 @@ def wants(path: str) -> object:
     if parent == STATUS_D[:-1] and not base.endswith(".md5sums"):
         return CONTENT
     return None
+
+
+def wants_verifying(path: str) -> object:
+    """`wants`, plus dpkg's md5sums files (the claims file verification checks)."""
+    if path.endswith(".md5sums") and path.startswith((INFO, STATUS_D)):
+        return CONTENT
+    return wants(path)
 
 
 @dataclass
@@ -92,6 +101,7 @@ class PythonDist:
     name: str
     location: str  # "/opt/venv/lib/python3.11/site-packages"
     facts: dict[str, Any]
+    meta: str = ""  # its metadata: "opt/.../six-1.17.0.dist-info", ".../conda-meta/x.json"
 
 
 def os_section(view: FileView, history: DpkgHistory, warnings: list[str]) -> dict[str, Any]:
@@ -167,6 +177,7 @@ def python_dists(
                         python_dist.normalize_name(meta["name"]),
                         "/" + parent,
                         {"version": meta["version"], "installer": "conda", "layer": layer},
+                        path,
                     )
                 )
             continue
@@ -192,19 +203,33 @@ def python_dists(
         owner = owners.get(meta_dir)
         if owner is not None:
             facts["debian_package"] = owner
-        dists.append(PythonDist(python_dist.normalize_name(hdr["Name"]), location, facts))
+        name = python_dist.normalize_name(hdr["Name"])
+        dists.append(PythonDist(name, location, facts, meta_dir))
     return dists
+
+
+def dist_rank(d: PythonDist) -> tuple[int, str]:
+    """Which copy of a project wins when several environments hold it (lowest first)."""
+    return (0 if d.location.endswith("site-packages") else 1, d.location)
+
+
+def dist_keys(dists: list[PythonDist]) -> list[tuple[str, PythonDist]]:
+    """`python:<name>` for the copy that wins, `python:<name>@<location>` for the others."""
+    seen: set[str] = set()
+    out = []
+    for dist in sorted(dists, key=dist_rank):
+        key = f"python:{dist.name}"
+        out.append((key if dist.name not in seen else f"{key}@{dist.location}", dist))
+        seen.add(dist.name)
+    return out
 
 
 def python_section(dists: list[PythonDist]) -> dict[str, Any]:
     """Keyed by normalised name like the host's; when several environments in the image hold
     one project, a virtual environment's copy wins and the others are listed as shadowed."""
 
-    def rank(d: PythonDist) -> tuple[int, str]:
-        return (0 if d.location.endswith("site-packages") else 1, d.location)
-
     packages: dict[str, Any] = {}
-    for dist in sorted(dists, key=rank):
+    for dist in sorted(dists, key=dist_rank):
         if dist.name in packages:
             owner = dist.facts.get("debian_package")
             packages[dist.name].setdefault("shadowed", []).append(
@@ -217,7 +242,14 @@ def python_section(dists: list[PythonDist]) -> dict[str, Any]:
     return {"packages": packages, "site_packages": locations}
 
 
-def cuda_section(view: FileView, os_sec: dict[str, Any], py: dict[str, Any]) -> dict[str, Any]:
+def cuda_section(
+    view: FileView,
+    os_sec: dict[str, Any],
+    py: dict[str, Any],
+    owners: dict[str, dict[str, str]] | None = None,
+) -> dict[str, Any]:
+    """Toolkits, libraries (by file name, each path with the package that ships it, when
+    one lists it: `owners`) and the CUDA packages."""
     section: dict[str, Any] = {}
     toolkits: dict[str, Any] = {}
     for path in sorted(p for p in view.files if _CUDA_JSON.match(p)):
@@ -240,6 +272,8 @@ def cuda_section(view: FileView, os_sec: dict[str, Any], py: dict[str, Any]) -> 
         if version not in entry["versions"]:
             entry["versions"].append(version)
         entry["paths"].append("/" + path)
+        if owners and path in owners:
+            entry.setdefault("owners", {})["/" + path] = dict(owners[path])
     for entry in libs.values():
         # the most specific version (libcudnn.so.9.1.0 over libcudnn.so.9)
         entry["version"] = max(entry["versions"], key=lambda v: (v.count("."), v))

@@ -121,6 +121,8 @@ def choose(index: dict[str, Any], what: str, want_platform: str | None, tag: str
         candidates = named
     if len(candidates) == 1:
         return candidates[0]
+    if tag is None:
+        _refuse_several_tags(candidates, what)
     wanted = want_platform or host_platform()
     match = [e for e in candidates if _platform_of(e) == wanted]
     if not match:
@@ -129,6 +131,25 @@ def choose(index: dict[str, Any], what: str, want_platform: str | None, tag: str
         return match[0]
     found = sorted({_platform_of(e) or "?" for e in candidates})
     raise ImageError(f"{what}: no manifest for platform {wanted} (has: {', '.join(found)})")
+
+
+def _ref_name(entry: dict[str, Any]) -> str | None:
+    notes = entry.get("annotations")
+    name = notes.get("org.opencontainers.image.ref.name") if isinstance(notes, dict) else None
+    return name if isinstance(name, str) else None
+
+
+def _refuse_several_tags(candidates: list[dict], what: str) -> None:
+    """An OCI layout with several tagged images and no platform to tell them apart (as
+    umoci and `skopeo copy oci:DIR:TAG` write them): the user must name the tag."""
+    if any(_platform_of(e) for e in candidates):
+        return  # a multi-platform index: the platform decides
+    tags = sorted({t for t in (_ref_name(e) for e in candidates) if t})
+    if len(tags) > 1:
+        raise ImageError(
+            f"{what}: the layout holds {len(candidates)} images; name one as "
+            f"oci:PATH:TAG (tags: {', '.join(tags)})"
+        )
 
 
 def resolve(

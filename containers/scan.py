@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from containers.catalog import (
@@ -16,12 +16,16 @@ from containers.catalog import (
     python_dists,
     python_section,
     wants,
+    wants_verifying,
 )
+from containers.catalogers import cuda
 from containers.decompress import Decompressed
 from containers.digest import chain_ids
 from containers.errors import ImageError
+from containers.owners import library_owners
 from containers.resolve import check_config
 from containers.sources import Opened, open_source
+from containers.verify import PackageCheck, verify_files
 from containers.walk import Layer, walk
 
 # progress(event, layer_index, done_bytes, total_bytes); event: "start", "advance", "end"
@@ -56,6 +60,8 @@ class ImageScan:
     python_dists: list[PythonDist]
     cuda: dict[str, Any]
     warnings: list[str]
+    # package key -> its file check (None: the scan did not verify files)
+    files: dict[str, PackageCheck] | None = None
 
     @property
     def config_digest(self) -> str:
@@ -138,6 +144,23 @@ class ImageScan:
             facts["warnings"] = list(self.warnings)
         return facts
 
+    def file_checks(self) -> dict[str, dict[str, Any]] | None:
+        """The file verification as plain data (what an image lock records)."""
+        if self.files is None:
+            return None
+        out: dict[str, dict[str, Any]] = {}
+        for key, check in self.files.items():
+            entry: dict[str, Any] = {"checked": check.checked}
+            for kind in ("modified", "missing", "unclaimed"):
+                issues = getattr(check, kind)
+                if issues:
+                    entry[kind] = [
+                        {k: v for k, v in asdict(i).items() if v not in (None, "")}
+                        for i in issues
+                    ]
+            out[key] = entry
+        return out
+
     def packages(self) -> dict[str, dict[str, Any]]:
         """`dpkg:<name>` and `python:<name>` -> {version, layer}: what a lock pins."""
         out: dict[str, dict[str, Any]] = {}
@@ -175,7 +198,9 @@ def _history(config: dict[str, Any], n_layers: int) -> list[dict[str, Any]]:
     return hist if len(hist) == n_layers else [{}] * n_layers
 
 
-def scan_opened(opened: Opened, progress: Progress | None = None) -> ImageScan:
+def scan_opened(
+    opened: Opened, progress: Progress | None = None, verify: bool = False
+) -> ImageScan:
     r = opened.resolved
     diff_ids = check_config(r.config, len(r.layers), f"{opened.source}: config")
     chains = chain_ids(diff_ids)
@@ -224,7 +249,13 @@ def scan_opened(opened: Opened, progress: Progress | None = None) -> ImageScan:
         def on_bytes(index: int, done: int) -> None:
             progress("advance", index, done, r.layers[index].size)
 
-    view = walk(layer_list(), wants, on_layer=on_layer, on_bytes=on_bytes)
+    view = walk(
+        layer_list(),
+        wants_verifying if verify else wants,
+        on_layer=on_layer,
+        on_bytes=on_bytes,
+        hash_files=verify,
+    )
     warnings = list(opened.notes) + view.warnings
     os_sec = os_section(view, history, warnings)
     machine = r.platform.split("/")
@@ -233,16 +264,23 @@ def scan_opened(opened: Opened, progress: Progress | None = None) -> ImageScan:
         os_sec["machine"] = _MACHINE.get(machine[1], machine[1])
     dists = python_dists(view, set((os_sec.get("dpkg") or {}).keys()), warnings, py_history)
     py = python_section(dists)
-    cu = cuda_section(view, os_sec, py)
-    return ImageScan(opened, infos, os_sec, py, dists, cu, warnings)
+    libs = {p for p in view.names if cuda.LIBRARY.match(p.rsplit("/", 1)[-1])}
+    owners = library_owners(view, dists, os_sec.get("dpkg") or {}, libs)
+    cu = cuda_section(view, os_sec, py, owners)
+    files = verify_files(view, dists, list(os_sec.get("dpkg") or {})) if verify else None
+    return ImageScan(opened, infos, os_sec, py, dists, cu, warnings, files)
 
 
 def scan_image(
-    source: str, progress: Progress | None = None, platform: str | None = None
+    source: str,
+    progress: Progress | None = None,
+    platform: str | None = None,
+    verify_files: bool = False,
 ) -> ImageScan:
-    """Open `source`, read every layer once, and catalog what the final file view holds."""
+    """Open `source`, read every layer once, and catalog what the final file view holds;
+    with `verify_files`, every file a package claims is re-hashed in the same pass."""
     opened = open_source(source, platform)
     try:
-        return scan_opened(opened, progress)
+        return scan_opened(opened, progress, verify_files)
     finally:
         opened.close()

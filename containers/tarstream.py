@@ -69,6 +69,31 @@ class _Buffer:
         self._buf, self._pos = b"", 0
         return b"".join(parts)
 
+    def feed(self, n: int, padded: int, sink: Callable[[bytes], None]) -> bool:
+        """Pass the next `n` bytes to `sink` piece by piece (never joined), then skip to
+        `padded`; False when the stream ends first. Memory stays one chunk."""
+        avail = len(self._buf) - self._pos
+        if avail >= n:
+            if n:
+                sink(memoryview(self._buf)[self._pos : self._pos + n])
+            self._pos += n
+            return self.skip(padded - n)
+        if avail:
+            sink(memoryview(self._buf)[self._pos :] if self._pos else self._buf)
+        need = n - avail
+        self._buf, self._pos = b"", 0
+        while need > 0:
+            data = self._chunk()
+            if not data:
+                return False
+            if len(data) > need:
+                sink(memoryview(data)[:need])
+                self._buf, self._pos = data, need
+                return self.skip(padded - n)
+            sink(data)
+            need -= len(data)
+        return self.skip(padded - n)
+
     def skip(self, n: int) -> bool:
         avail = len(self._buf) - self._pos
         if avail >= n:
@@ -138,10 +163,35 @@ def _pax(data: bytes, what: str) -> dict[str, str]:
     return out
 
 
-def entries(chunk: Callable[[], bytes], what: str) -> Iterator[tuple[Entry, Callable[[], bytes]]]:
-    """Yield (entry, read_body) in archive order; bodies not read are skipped.
+class Body:
+    """One member's body, read at most once: whole (`body()`) or streamed (`body.feed`)."""
 
-    read_body() returns the whole body (the caller bounds sizes before asking).
+    __slots__ = ("_buf", "_size", "_padded", "_path", "_what", "consumed")
+
+    def __init__(self, buf: _Buffer, size: int, padded: int, path: str, what: str) -> None:
+        self._buf, self._size, self._padded = buf, size, padded
+        self._path, self._what = path, what
+        self.consumed = False
+
+    def __call__(self) -> bytes:
+        self.consumed = True
+        data = self._buf.read(self._padded)
+        if len(data) < self._padded:
+            raise ImageError(f"{self._what}: truncated tar stream in {self._path!r}")
+        return data[: self._size]
+
+    def feed(self, sink: Callable[[bytes], None]) -> None:
+        """Stream the body into `sink` (a hash's update) without holding it in memory."""
+        self.consumed = True
+        if not self._buf.feed(self._size, self._padded, sink):
+            raise ImageError(f"{self._what}: truncated tar stream in {self._path!r}")
+
+
+def entries(chunk: Callable[[], bytes], what: str) -> Iterator[tuple[Entry, Body]]:
+    """Yield (entry, body) in archive order; bodies not read are skipped.
+
+    body() returns the whole body (the caller bounds sizes before asking); body.feed(sink)
+    streams it.
     """
     buf = _Buffer(chunk)
     pax: dict[str, str] = {}
@@ -198,16 +248,7 @@ def entries(chunk: Callable[[], bytes], what: str) -> Iterator[tuple[Entry, Call
         else:
             body_size = size
         entry = Entry(normalize(path, what), kind, body_size, link)
-        consumed = False
-
-        def read_body(n: int = body_size, p: int = padded, entry: Entry = entry) -> bytes:
-            nonlocal consumed
-            consumed = True
-            data = buf.read(p)
-            if len(data) < p:
-                raise ImageError(f"{what}: truncated tar stream in {entry.path!r}")
-            return data[:n]
-
-        yield entry, read_body
-        if not consumed and padded and not buf.skip(padded):
+        body = Body(buf, body_size, padded, entry.path, what)
+        yield entry, body
+        if not body.consumed and padded and not buf.skip(padded):
             raise ImageError(f"{what}: truncated tar stream in {entry.path!r}")

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from containers.decompress import Decompressed, Reader
 from containers.errors import ImageError
+from containers.filehash import FileDigest, FileHasher, digest_bytes
 from containers.tarstream import (
     BLOCKDEV,
     CHARDEV,
@@ -49,6 +50,9 @@ class FileView:
     files: dict[str, tuple[int, bytes]] = field(default_factory=dict)
     names: dict[str, int] = field(default_factory=dict)
     links: dict[str, tuple[int, str]] = field(default_factory=dict)
+    # every regular file's digests (when the walk hashes files): what verification reads
+    digests: dict[str, FileDigest] = field(default_factory=dict)
+    deleted: dict[str, int] = field(default_factory=dict)  # path -> the layer that deleted it
     warnings: list[str] = field(default_factory=list)
 
     def resolve(self, path: str) -> str | None:
@@ -57,6 +61,8 @@ class FileView:
         Absolute targets are relative to the image root (as inside a chroot). A relative
         target that climbs above the root is refused rather than clamped.
         """
+        if self._plain(path):
+            return path
         parts = [p for p in path.split("/") if p]
         done: list[str] = []
         hops = 0
@@ -83,6 +89,19 @@ class FileView:
             parts = [p for p in target.split("/") if p] + parts
         return "/".join(done)
 
+    def _plain(self, path: str) -> bool:
+        """Whether `path` is already normal and no prefix of it is a symlink (the common
+        case, answered without splitting: verification resolves every claimed path)."""
+        if not path or path[0] == "/" or "//" in path or "/." in path or path[0] == ".":
+            return False
+        links = self.links
+        pos = path.find("/")
+        while pos >= 0:
+            if path[:pos] in links:
+                return False
+            pos = path.find("/", pos + 1)
+        return path not in links
+
     def read(self, path: str) -> tuple[int, bytes] | None:
         """A wanted file's (layer, bytes), following symlinks inside the root."""
         real = self.resolve(path)
@@ -103,16 +122,28 @@ def _under(path: str, roots: set[str]) -> bool:
     return False
 
 
-def _delete(view: FileView, whiteouts: set[str], opaque: set[str]) -> None:
+def _delete(view: FileView, whiteouts: set[str], opaque: set[str], layer: int) -> None:
+    """Apply one layer's whiteouts; a hashed file they remove is remembered as deleted."""
+    if not whiteouts and not opaque:
+        return
+    before = set(view.digests)
+    _delete_in(view, whiteouts, opaque)
+    if len(before) != len(view.digests):
+        for path in before.difference(view.digests):
+            view.deleted[path] = layer
+
+
+def _delete_in(view: FileView, whiteouts: set[str], opaque: set[str]) -> None:
+    maps = (view.files, view.names, view.links, view.digests)
     if whiteouts:
-        for d in (view.files, view.names, view.links):
+        for d in maps:
             for key in [k for k in d if _under(k, whiteouts)]:
                 del d[key]
     if "" in opaque:  # an opaque root: nothing of the lower layers remains
-        for d in (view.files, view.names, view.links):
+        for d in maps:
             d.clear()
     elif opaque:
-        for d in (view.files, view.names, view.links):
+        for d in maps:
             for key in [k for k in d if "/" in k and _under(k.rsplit("/", 1)[0], opaque)]:
                 del d[key]
 
@@ -122,61 +153,98 @@ def walk(
     wants: Wants,
     on_layer: Callable[[int, Decompressed, dict[str, bytes]], None] | None = None,
     on_bytes: Callable[[int, int], None] | None = None,
+    hash_files: bool = False,
 ) -> FileView:
     """Stream every layer once; returns the final view of wanted files.
 
     on_layer(index, stream, staged_files) runs after each layer (DiffID known, digest
-    verified); on_bytes(index, compressed_bytes_so_far) feeds a progress bar.
+    verified); on_bytes(index, compressed_bytes_so_far) feeds a progress bar. hash_files:
+    every regular file's body is also hashed as it streams past (`FileView.digests`).
     """
     view = FileView()
-    for layer in layers:
-        raw = layer.open()
-        stream = Decompressed(raw, layer.what)
-
-        def chunk(stream: Decompressed = stream, idx: int = layer.index) -> bytes:
-            data = stream.chunk()
-            if on_bytes is not None:
-                on_bytes(idx, stream.compressed)
-            return data
-
-        try:
-            staged = _read_layer(layer, chunk, wants, view)
-            stream.drain()
-            # the verifying reader raises here if the blob's bytes do not match its digest
-            drain = getattr(raw, "drain", None)
-            if drain is not None:
-                drain()
-            stream.diff_id()  # before close() stops the hashing threads
-        finally:
-            stream.close()
-        staged_files, staged_names, staged_links, regular, whiteouts, opaque = staged
-        _delete(view, whiteouts, opaque)
-        for path in staged_files:
-            view.links.pop(path, None)
-            view.names.pop(path, None)
-        for path in staged_names:
-            view.links.pop(path, None)
-            view.files.pop(path, None)
-        for path in staged_links:
-            view.files.pop(path, None)
-            view.names.pop(path, None)
-        # a regular file written here also hides a lower symlink at that path
-        for path in regular:
-            view.links.pop(path, None)
-            if path not in staged_files:
-                view.files.pop(path, None)
-            if path not in staged_names:
-                view.names.pop(path, None)
-        idx = layer.index
-        view.files.update((p, (idx, b)) for p, b in staged_files.items())
-        view.names.update((p, idx) for p in staged_names)
-        view.links.update((p, (idx, t)) for p, t in staged_links.items())
-        if on_layer is not None:
-            on_layer(idx, stream, staged_files)
+    hasher = FileHasher() if hash_files else None
+    try:
+        for layer in layers:
+            _walk_layer(view, layer, wants, on_layer, on_bytes, hasher)
+    finally:
+        if hasher is not None:
+            hasher.close()
     return view
 
 
-def _read_layer(layer: Layer, chunk: Callable[[], bytes], wants: Wants, view: FileView):
+def _walk_layer(
+    view: FileView,
+    layer: Layer,
+    wants: Wants,
+    on_layer: Callable[[int, Decompressed, dict[str, bytes]], None] | None,
+    on_bytes: Callable[[int, int], None] | None,
+    hasher: FileHasher | None,
+) -> None:
+    """Stream one layer and merge what it staged into the view."""
+    raw = layer.open()
+    stream = Decompressed(raw, layer.what)
+
+    def chunk(stream: Decompressed = stream, idx: int = layer.index) -> bytes:
+        data = stream.chunk()
+        if on_bytes is not None:
+            on_bytes(idx, stream.compressed)
+        return data
+
+    try:
+        staged = _read_layer(layer, chunk, wants, view, hasher)
+        if hasher is not None:
+            hasher.settle(staged[-1])
+        stream.drain()
+        # the verifying reader raises here if the blob's bytes do not match its digest
+        drain = getattr(raw, "drain", None)
+        if drain is not None:
+            drain()
+        stream.diff_id()  # before close() stops the hashing threads
+    finally:
+        stream.close()
+    _merge(view, staged, layer.index)
+    if on_layer is not None:
+        on_layer(layer.index, stream, staged[0])
+
+
+def _merge(view: FileView, staged: tuple, idx: int) -> None:
+    """Apply one layer's deletions, then its entries, to the view."""
+    staged_files, staged_names, staged_links, regular, whiteouts, opaque, hashed = staged
+    _delete(view, whiteouts, opaque, idx)
+    for path in staged_files:
+        view.links.pop(path, None)
+        view.names.pop(path, None)
+    for path in staged_names:
+        view.links.pop(path, None)
+        view.files.pop(path, None)
+    for path in staged_links:
+        view.files.pop(path, None)
+        view.names.pop(path, None)
+        if view.digests.pop(path, None) is not None:
+            view.deleted[path] = idx
+    # a regular file written here also hides a lower symlink at that path
+    for path in regular:
+        view.links.pop(path, None)
+        if path not in staged_files:
+            view.files.pop(path, None)
+        if path not in staged_names:
+            view.names.pop(path, None)
+    view.files.update((p, (idx, b)) for p, b in staged_files.items())
+    view.names.update((p, idx) for p in staged_names)
+    view.links.update((p, (idx, t)) for p, t in staged_links.items())
+    view.digests.update(hashed)
+    if view.deleted:
+        for path in hashed:
+            view.deleted.pop(path, None)
+
+
+def _read_layer(
+    layer: Layer,
+    chunk: Callable[[], bytes],
+    wants: Wants,
+    view: FileView,
+    hasher: FileHasher | None,
+):
     """One layer's staged entries; the digest checks run when its stream is drained."""
     staged_files: dict[str, bytes] = {}
     staged_names: set[str] = set()
@@ -184,6 +252,8 @@ def _read_layer(layer: Layer, chunk: Callable[[], bytes], wants: Wants, view: Fi
     regular: set[str] = set()
     whiteouts: set[str] = set()
     opaque: set[str] = set()
+    hashed: dict[str, FileDigest] = {}
+    idx = layer.index
     for entry, read_body in entries(chunk, layer.what):
         path = entry.path
         if not path:
@@ -204,6 +274,7 @@ def _read_layer(layer: Layer, chunk: Callable[[], bytes], wants: Wants, view: Fi
         staged_links.pop(path, None)
         staged_files.pop(path, None)
         staged_names.discard(path)
+        hashed.pop(path, None)
         if entry.type == SYMLINK:
             staged_links[path] = entry.linkname
             continue
@@ -220,6 +291,8 @@ def _read_layer(layer: Layer, chunk: Callable[[], bytes], wants: Wants, view: Fi
                     f"{entry.linkname!r}"
                 )
             regular.add(path)
+            if target in hashed:
+                hashed[path] = hashed[target]
             if want is NAME:
                 staged_names.add(path)
             elif want is not None:
@@ -231,14 +304,16 @@ def _read_layer(layer: Layer, chunk: Callable[[], bytes], wants: Wants, view: Fi
                     )
             continue
         regular.add(path)
-        if want is None:
-            continue
-        if want is NAME:
-            staged_names.add(path)
-            continue
-        if entry.size > MAX_WANTED_FILE:
-            view.warnings.append(f"{layer.what}: /{path} is too large to read; skipped")
+        if want is None or want is NAME or entry.size > MAX_WANTED_FILE:
+            if want is NAME:
+                staged_names.add(path)
+            elif want is not None:
+                view.warnings.append(f"{layer.what}: /{path} is too large to read; skipped")
+            if hasher is not None:
+                hashed[path] = hasher.digest_body(idx, path, entry.size, read_body)
             continue
         data = read_body()
+        if hasher is not None:
+            hashed[path] = digest_bytes(idx, path, data)
         staged_files[path] = want(data) if callable(want) else data
-    return staged_files, staged_names, staged_links, regular, whiteouts, opaque
+    return staged_files, staged_names, staged_links, regular, whiteouts, opaque, hashed

@@ -9,6 +9,10 @@ TOML (tomlkit), stable order. Written by `prov pin SOURCE`, checked by
     [image]      source, reference (name@sha256:...), index/manifest/config digests, platform
     [[layers]]   index, digest, diff_id, chain_id, created_by
     [packages]   "dpkg:NAME" = {version, layer}; "python:NAME" = {version, layer, fingerprint}
+    [files]      (format 2) "KEY" = {checked, modified, missing, unclaimed}: each package's
+                 file verification; the lists hold {path, layer, expected, actual}
+
+Format 1 locks (no [files]) are still read and checked; their files are not compared.
 
 The config digest is the anchor that survives every save format; index and manifest
 digests are compared when both sides know the registry's (a daemon's `docker save`
@@ -25,7 +29,9 @@ import tomlkit
 from lockfiles.errors import LockError
 
 IMAGE_LOCK_KIND = "prov-image-lock"
-LOCK_VERSION = 1
+LOCK_VERSION = 2
+READ_VERSIONS = (1, 2)
+_ISSUES = ("modified", "missing", "unclaimed")
 _IMAGE_KEYS = (
     "source",
     "reference",
@@ -43,6 +49,8 @@ class Difference:
     change: str  # "changed", "missing" (in the lock, not the image), "extra" (in the image)
     locked: Any
     now: Any
+    path: str = ""  # for files.*: the file
+    layer: int | None = None  # for files.*: the layer that wrote (or deleted) it now
 
 
 def _packages(facts: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -76,8 +84,11 @@ def _layers(image: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def lock_from_facts(facts: dict[str, Any], created_by: str = "prov") -> str:
-    """The lock's TOML text for an image scan's facts (`ImageScan.facts()`)."""
+def lock_from_facts(
+    facts: dict[str, Any], created_by: str = "prov", files: dict[str, Any] | None = None
+) -> str:
+    """The lock's TOML text for an image scan's facts (`ImageScan.facts()`) and, when the
+    scan verified files, its per-package file checks (`ImageScan.file_checks()`)."""
     image = facts.get("image")
     if not isinstance(image, dict):
         raise LockError("not an image manifest: no image section")
@@ -105,7 +116,29 @@ def lock_from_facts(facts: dict[str, Any], created_by: str = "prov") -> str:
         inline.update(entry)
         pkgs[name] = inline
     doc["packages"] = pkgs
+    if files is not None:
+        doc["files"] = _files_table(files)
+    else:
+        doc["format"] = 1
     return tomlkit.dumps(doc)
+
+
+def _files_table(files: dict[str, Any]):
+    table = tomlkit.table()
+    for key in sorted(files):
+        check = files[key]
+        inline = tomlkit.inline_table()
+        inline["checked"] = int(check.get("checked", 0))
+        for kind in _ISSUES:
+            if check.get(kind):
+                arr = tomlkit.array()
+                for issue in check[kind]:
+                    item = tomlkit.inline_table()
+                    item.update({k: v for k, v in issue.items() if v is not None})
+                    arr.append(item)
+                inline[kind] = arr
+        table[key] = inline
+    return table
 
 
 def read_lock(text: str, origin: str = "lock") -> dict[str, Any]:
@@ -116,22 +149,27 @@ def read_lock(text: str, origin: str = "lock") -> dict[str, Any]:
         raise LockError(f"{origin}: malformed TOML: {exc}") from None
     if doc.get("kind") != IMAGE_LOCK_KIND:
         raise LockError(f"{origin}: not an image lock (kind {doc.get('kind')!r})")
-    if doc.get("format") != LOCK_VERSION:
+    if doc.get("format") not in READ_VERSIONS:
         raise LockError(f"{origin}: unsupported image lock format {doc.get('format')!r}")
     image = doc.get("image")
     if not isinstance(image, dict) or not isinstance(image.get("config_digest"), str):
         raise LockError(f"{origin}: lock has no image.config_digest")
     if not isinstance(doc.get("layers", []), list) or not isinstance(doc.get("packages", {}), dict):
         raise LockError(f"{origin}: malformed layers or packages")
+    if not isinstance(doc.get("files", {}), dict):
+        raise LockError(f"{origin}: malformed files table")
     return doc
 
 
-def compare(lock: dict[str, Any], facts: dict[str, Any]) -> list[Difference]:
+def compare(
+    lock: dict[str, Any], facts: dict[str, Any], files: dict[str, Any] | None = None
+) -> list[Difference]:
     """Every way the scanned image differs from its lock (empty: it matches).
 
     Steps: (1) the config digest, the anchor; (2) index and manifest digests where both
     sides know the registry's; (3) every layer's DiffID and ChainID; (4) every package's
-    version, layer and fingerprint, missing and extra ones included.
+    version, layer and fingerprint, missing and extra ones included; (5) when the lock
+    and the scan both verified files, every file whose state differs from the lock's.
     """
     out: list[Difference] = []
     locked, now = lock["image"], facts.get("image") or {}
@@ -187,4 +225,37 @@ def compare(lock: dict[str, Any], facts: dict[str, Any]) -> list[Difference]:
                     out.append(
                         Difference(f"packages.{name}.{key}", "changed", a.get(key), b.get(key))
                     )
+    # 5. files
+    if "files" in lock and files is not None:
+        out += compare_files(lock["files"], files)
+    return out
+
+
+def _issues(check: dict[str, Any]) -> dict[str, tuple[str, dict[str, Any]]]:
+    """path -> (kind, issue) over one package's modified, missing and unclaimed lists."""
+    out = {}
+    for kind in _ISSUES:
+        for issue in check.get(kind) or []:
+            if isinstance(issue, dict) and isinstance(issue.get("path"), str):
+                out[issue["path"]] = (kind, issue)
+    return out
+
+
+def compare_files(locked: dict[str, Any], now: dict[str, Any]) -> list[Difference]:
+    """Files whose state (intact, modified to a digest, missing, unclaimed) changed since
+    the lock. `locked` is the digest the lock knew (the package's claim, or what the lock
+    recorded for a file already modified or unclaimed at pin time)."""
+    out: list[Difference] = []
+    for key in sorted(set(locked) | set(now)):
+        old = _issues(locked.get(key) or {})
+        new = _issues(now.get(key) or {})
+        for path in sorted(set(old) | set(new)):
+            (k_old, a), (k_new, b) = old.get(path, ("", {})), new.get(path, ("", {}))
+            if k_old == k_new and a.get("actual") == b.get("actual"):
+                continue
+            was = a.get("actual") or b.get("expected") or None
+            change = k_new or "restored"
+            layer = b.get("layer") if k_new else None
+            now_digest = b.get("actual") or None
+            out.append(Difference(f"files.{key}", change, was, now_digest, path, layer))
     return out

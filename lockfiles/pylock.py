@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from lockfiles.artifacts import Artifact, from_direct_url
+from lockfiles.errors import LockError
 from provenance.model import Manifest
 
 CREATED_BY = "prov-llm"
@@ -32,8 +33,8 @@ class LockResult:
     sources: dict[str, int] = field(default_factory=dict)
 
 
-def wheel_tags(location: str, name: str, version: str) -> frozenset[str] | None:
-    """Tags from the installed `.dist-info/WHEEL`, if that directory is on this machine."""
+def _dist_info(location: str, name: str, version: str) -> Path | None:
+    """The installed `.dist-info` directory of name==version under `location`, if present."""
     from lockfiles.artifacts import normalize
 
     base = Path(location)
@@ -43,15 +44,83 @@ def wheel_tags(location: str, name: str, version: str) -> frozenset[str] | None:
         stem = info.name[: -len(".dist-info")]
         dist_name, _, dist_version = stem.rpartition("-")
         if normalize(dist_name) == normalize(name) and dist_version == version:
-            try:
-                lines = (info / "WHEEL").read_text().splitlines()
-            except OSError:
-                return None
-            tags = frozenset(
-                line.split(":", 1)[1].strip() for line in lines if line.startswith("Tag:")
-            )
-            return tags or None
+            return info
     return None
+
+
+def wheel_tags(location: str, name: str, version: str) -> frozenset[str] | None:
+    """Tags from the installed `.dist-info/WHEEL`, if that directory is on this machine."""
+    info = _dist_info(location, name, version)
+    try:
+        lines = (info / "WHEEL").read_text().splitlines() if info else []
+    except OSError:
+        return None
+    tags = frozenset(line.split(":", 1)[1].strip() for line in lines if line.startswith("Tag:"))
+    return tags or None
+
+
+def installed_requires_python(packages: dict[str, Any]) -> list[str]:
+    """Each installed distribution's `Requires-Python` (METADATA), where it states one."""
+    found = []
+    for name, entry in sorted(packages.items()):
+        info = _dist_info(str(entry.get("location", "")), name, str(entry.get("version", "")))
+        try:
+            text = (info / "METADATA").read_text(errors="replace") if info else ""
+        except OSError:
+            continue
+        for line in text.splitlines():
+            if not line:
+                break
+            if line.lower().startswith("requires-python:"):
+                found.append(line.split(":", 1)[1].strip())
+    return found
+
+
+def _below(version: str, floor: Any) -> bool:
+    """True when every version `!=version` excludes lies below `floor` (a redundant `!=`)."""
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        top = Version(version.removesuffix(".*"))
+    except InvalidVersion:
+        return False
+    if version.endswith(".*"):  # !=3.2.* excludes 3.2.x: below 3.7 when 3.3 <= 3.7
+        release = list(top.release)
+        release[-1] += 1
+        return Version(".".join(map(str, release))) <= floor
+    return top < floor
+
+
+def requires_python(python_version: str, stated: list[str]) -> str:
+    """The lock's `requires-python`: the intersection of what the installed distributions
+    require (the highest lower bound, the lowest upper bound, every exclusion), or the
+    interpreter's minor series (`>=3.11,<3.12`) when none states a requirement. Never the
+    exact patch version: a lock made on 3.11.7 installs on 3.11.2."""
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+    from packaging.version import Version
+
+    lowest: dict[str, Any] = {}
+    others: set[str] = set()
+    for text in stated:
+        try:
+            specs = SpecifierSet(text)
+        except InvalidSpecifier:
+            continue  # pip installed it anyway; an unreadable bound constrains nothing
+        for spec in specs:
+            if spec.operator in (">=", "<") and "*" not in spec.version:
+                keep = lowest.get(spec.operator)
+                newer = Version(spec.version)
+                if keep is None or (newer > keep if spec.operator == ">=" else newer < keep):
+                    lowest[spec.operator] = newer
+            else:
+                others.add(str(spec))
+    if not lowest and not others:
+        major, minor = (int(x) for x in python_version.split(".")[:2])
+        return f">={major}.{minor},<{major}.{minor + 1}"
+    floor = lowest.get(">=")
+    others = {o for o in others if not (floor and o.startswith("!=") and _below(o[2:], floor))}
+    parts = [f"{op}{v}" for op, v in sorted(lowest.items())] + sorted(others)
+    return str(SpecifierSet(",".join(parts)))
 
 
 def environment_marker(python: dict[str, Any], os_facts: dict[str, Any]) -> str:
@@ -60,7 +129,8 @@ def environment_marker(python: dict[str, Any], os_facts: dict[str, Any]) -> str:
         f"sys_platform == '{'linux' if system == 'Linux' else system.lower()}'",
         f"platform_machine == '{os_facts.get('machine', '')}'",
         f"implementation_name == '{python.get('implementation', 'cpython')}'",
-        f"python_full_version == '{python.get('version', '')}'",
+        # the minor series: wheels are built per CPython minor, not per patch release
+        f"python_version == '{'.'.join(str(python.get('version', '')).split('.')[:2])}'",
     ]
     return " and ".join(parts)
 
@@ -114,12 +184,14 @@ def write_pylock(manifest: Manifest, finders: list[Finder], lock_dir: Path) -> L
     facts = manifest.facts
     py = facts.get("python")
     if not isinstance(py, dict) or not isinstance(py.get("packages"), dict):
-        raise ValueError("the manifest has no Python packages to lock (python section unavailable)")
+        raise LockError("the manifest has no Python packages to lock (python section unavailable)")
     os_facts = facts.get("os") if isinstance(facts.get("os"), dict) else {}
     doc = tomlkit.document()
     doc["lock-version"] = "1.0"
     doc["environments"] = [environment_marker(py, os_facts)]
-    doc["requires-python"] = f"=={py.get('version', '')}"
+    doc["requires-python"] = requires_python(
+        str(py.get("version", "")), installed_requires_python(py["packages"])
+    )
     doc["extras"] = []
     doc["dependency-groups"] = []
     doc["default-groups"] = []

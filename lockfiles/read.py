@@ -1,5 +1,5 @@
 """Read locks prov did not necessarily write: PEP 751 `pylock*.toml` (prov, uv, pip),
-`uv.lock`, and `requirements*.txt` with `==` pins (and `--hash`es).
+`uv.lock`, and `requirements*.txt` as pip reads them (`lockfiles.requirements`).
 
 Every reader returns the same small model; untrusted files are validated at the edge
 (PEP 751 through `packaging.pylock`, the reference validator) and every failure is one
@@ -8,12 +8,11 @@ Every reader returns the same small model; untrusted files are validated at the 
 
 from __future__ import annotations
 
-import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lockfiles.artifacts import normalize
 from lockfiles.errors import LockError
 
 
@@ -24,6 +23,7 @@ class LockedPackage:
     fingerprint: str | None = None  # prov's content fingerprint, when prov wrote the lock
     source: str = ""
     marker: str | None = None  # PEP 508 marker: the entry applies only where it is true
+    arbitrary: bool = False  # `===`: the version string must match exactly (PEP 440)
 
 
 @dataclass
@@ -34,6 +34,9 @@ class Lock:
     environments: list[str] = field(default_factory=list)
     requires_python: str | None = None
     tool: dict[str, Any] = field(default_factory=dict)
+    # the packages that apply to a marker environment, when that is more than each entry's
+    # own marker (uv.lock: the graph reachable from the roots); None: filter by marker
+    select: Callable[[dict[str, str]], list[LockedPackage]] | None = None
 
 
 def _toml(path: Path) -> dict[str, Any]:
@@ -95,54 +98,15 @@ def read_pylock(path: Path, data: dict[str, Any]) -> Lock:
 
 
 def read_uv_lock(path: Path, data: dict[str, Any]) -> Lock:
-    if data.get("version") not in (1,):
-        raise LockError(f"{path}: uv.lock version {data.get('version')!r} is not supported (1)")
-    packages = []
-    for pkg in data.get("package", []):
-        if not isinstance(pkg, dict) or "name" not in pkg:
-            raise LockError(f"{path}: a [[package]] entry has no name")
-        source = pkg.get("source", {})
-        is_tree = isinstance(source, dict) and (
-            "editable" in source or "directory" in source or "virtual" in source
-        )
-        name = normalize(pkg["name"])
-        packages.append(
-            LockedPackage(
-                name,
-                None if is_tree else pkg.get("version"),
-                source=next(iter(source), "") if isinstance(source, dict) else "",
-            )
-        )
-    return Lock(
-        kind="uv.lock",
-        created_by="uv",
-        packages=packages,
-        requires_python=data.get("requires-python"),
-    )
+    from lockfiles.uv_lock import read_uv_lock as read
 
-
-_REQ_LINE = re.compile(
-    r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)(\[[^\]]*\])?\s*==\s*(?P<version>[^\s;\\]+)"
-)
+    return read(path, data)
 
 
 def read_requirements(path: Path) -> Lock:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise LockError(f"{path}: not UTF-8 text") from None
-    packages = []
-    logical = text.replace("\\\n", " ")
-    for number, line in enumerate(logical.splitlines(), 1):
-        line = line.split(" #", 1)[0].strip()
-        if not line or line.startswith("#") or line.startswith("-"):
-            continue
-        m = _REQ_LINE.match(line)
-        if not m:
-            raise LockError(f"{path}:{number}: not an exact pin (name==version): {line[:60]!r}")
-        name = normalize(m.group("name"))
-        packages.append(LockedPackage(name, m.group("version"), source="requirements"))
-    return Lock(kind="requirements", created_by="requirements.txt", packages=packages)
+    from lockfiles.requirements import read_requirements as read
+
+    return read(path)
 
 
 def read_lock(path: Path) -> Lock:

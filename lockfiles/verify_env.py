@@ -89,6 +89,8 @@ def _applicable(lock: Lock, env: dict[str, str]) -> dict[str, LockedPackage]:
     from packaging.markers import Marker
 
     chosen: dict[str, LockedPackage] = {}
+    if lock.select is not None:
+        return {pkg.name: pkg for pkg in lock.select(env)}
     for pkg in lock.packages:
         if pkg.marker and not Marker(pkg.marker).evaluate(env):
             continue
@@ -120,9 +122,10 @@ def verify(lock: Lock, manifest: Manifest) -> Report:
             continue
         if want.version is not None:
             try:
-                same = Version(want.version) == Version(have["version"])
+                same = not want.arbitrary and Version(want.version) == Version(have["version"])
             except InvalidVersion:
-                same = want.version == have["version"]
+                same = False
+            same = same or want.version == have["version"]
             if not same:
                 report.mismatches.append(Mismatch(name, "version", want.version, have["version"]))
                 continue

@@ -8,9 +8,9 @@ a signature claims without trusting anything else in the bundle.
 from __future__ import annotations
 
 import hashlib
-import os
 from pathlib import Path
 
+from provenance.model.atomic import write_atomic
 from provenance.model.errors import ProvError
 
 
@@ -40,24 +40,9 @@ def generate(prefix: Path, force: bool = False) -> tuple[Path, Path, str]:
     key = Ed25519PrivateKey.generate()
     priv = key.private_bytes(ser.Encoding.PEM, ser.PrivateFormat.PKCS8, ser.NoEncryption())
     pub = key.public_key().public_bytes(ser.Encoding.PEM, ser.PublicFormat.SubjectPublicKeyInfo)
-    _write_private(priv_path, priv, 0o600)
-    _write_private(pub_path, pub, 0o644)
+    write_atomic(priv_path, priv, 0o600)  # the temp file is 0600 from its creation
+    write_atomic(pub_path, pub, 0o644)
     return priv_path, pub_path, key_id(key.public_key())
-
-
-def _write_private(path: Path, data: bytes, mode: int) -> None:
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
 
 
 def load_private(path: Path):

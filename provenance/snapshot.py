@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
-import json
-import subprocess
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from provenance.collectors import cpu, engines, env, gpu, host, os_info, python_env, torch_probe
+from provenance.collectors import (
+    cpu,
+    engines,
+    env,
+    foreign,
+    gpu,
+    host,
+    os_info,
+    python_env,
+    torch_probe,
+)
 from provenance.collectors.base import Collected, CollectorWarnings, run_all, run_one, unavailable
 from provenance.model import Manifest
 
@@ -23,13 +30,13 @@ TIMEOUTS = {
     "host": 5.0,
     "torch": 120.0,
 }
-_PROJECT_ROOT = str(Path(__file__).resolve().parent.parent)
 
 
 @dataclass
 class SnapshotOptions:
     python: str | None = None  # another interpreter to inspect; None: the running one
     verify_files: bool = False
+    started: Any = None  # the --python collector child, when the CLI started it early
 
 
 def _python_in_process(verify: bool):
@@ -42,35 +49,16 @@ def _python_in_process(verify: bool):
     return collect
 
 
-def _python_foreign(python: str, verify: bool, timeout: float):
-    """Run the stdlib-only collector inside `python`; its own sys.path is what gets scanned."""
-    code = (
-        "import sys; paths = [p for p in sys.path if p]; "
-        f"sys.path.insert(0, {_PROJECT_ROOT!r}); "
-        "from provenance.collectors.python_env import main; "
-        f"main(paths, {verify!r})"
-    )
+def _python_foreign(python: str, verify: bool, timeout: float, started: Any = None):
+    """Run the stdlib-only collector inside `python`; its own sys.path is what gets scanned.
+    `started`: the child the CLI already started (`provenance.collectors.foreign.start`)."""
 
     def collect(warnings: CollectorWarnings) -> dict[str, Any] | str:
         try:
-            proc = subprocess.run(
-                [python, "-c", code],
-                capture_output=True,
-                text=True,
-                timeout=timeout,
-                stdin=subprocess.DEVNULL,
-            )
+            proc = started or foreign.start(python, verify)
         except FileNotFoundError:
             return unavailable(f"no interpreter at {python}")
-        except subprocess.TimeoutExpired:
-            return unavailable(f"{python} timed out after {timeout:g} s")
-        if proc.returncode != 0:
-            last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-            return unavailable(f"{python} failed: {last[:200]}")
-        result = json.loads(proc.stdout)
-        warnings.extend(result["warnings"])
-        result["section"]["_stats"] = result["stats"]
-        return result["section"]
+        return foreign.finish(proc, python, timeout, warnings)
 
     return collect
 
@@ -80,7 +68,7 @@ def take_snapshot(options: SnapshotOptions | None = None) -> tuple[Manifest, lis
     options = options or SnapshotOptions()
     py_timeout = TIMEOUTS["python_verify" if options.verify_files else "python"]
     python_collector = (
-        _python_foreign(options.python, options.verify_files, py_timeout)
+        _python_foreign(options.python, options.verify_files, py_timeout, options.started)
         if options.python
         else _python_in_process(options.verify_files)
     )

@@ -22,10 +22,11 @@ import hashlib
 import json
 import os
 import sys
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from provenance.model.atomic import write_atomic
 
 _SYSTEM_DEPS = (
     "/var/lib/dpkg/status",
@@ -66,7 +67,7 @@ def _code_stamp() -> list[Any]:
     import provenance
 
     root = Path(provenance.__file__).parent
-    files = [root / "snapshot.py", root / "model" / "classes.py", root / "redact.py"]
+    files = [root / "snapshot.py", root / "model" / "classes.py", root / "model" / "redact.py"]
     files += sorted((root / "collectors").glob("*.py"))
     return [provenance.__version__] + [_stat(str(f)) for f in files]
 
@@ -153,14 +154,7 @@ def _save(path: Path, snap: CachedSnapshot) -> None:
         "warnings": snap.warnings,
         "text": snap.text,
     }
-    fd, tmp = tempfile.mkstemp(prefix=".snap-", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(entry, fh)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(path, json.dumps(entry))
 
 
 def fresh_snapshot(python: str | None = None) -> CachedSnapshot:

@@ -24,8 +24,10 @@ from runners.analysis import (
     position_stats,
     self_kl_floor,
 )
+from runners.analysis.segments import annotate_clusters, by_type, position_segments
 from runners.engines import EngineConfig
 from runners.execute import WorkerRun, execute
+from runners.hidden_analysis import HiddenStateError, analyse_runs, floor_text, is_hidden
 from runners.launch import Launcher, standalone
 from runners.prepare import Prepared
 from runners.results import write_result
@@ -48,36 +50,51 @@ def analyse(ref: np.ndarray, cand: np.ndarray, ids: np.ndarray,
             boot_block: int = 32) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """Summary and per-position arrays for ref/cand scores ([T-1, V]) over ids ([T])."""
     st = position_stats(ref, cand, np.asarray(ids[1:], dtype=np.int64))
-    first = first_disagreement(st.agree)
-    clusters = find_clusters(st.agree, st.kl_ref_cand, gap=gap, decode=decode)
-    dis = ~st.agree
+    arrays = {"ref_top1": st.ref_top1, "cand_top1": st.cand_top1, "margin": st.margin,
+              "kl_ref_cand": st.kl_ref_cand, "kl_cand_ref": st.kl_cand_ref,
+              "delta_p": st.delta_p, "truncated": st.truncated}
+    floor = {"storage_dtype": STORAGE_DTYPE, "ref": self_kl_floor(ref, STORAGE_DTYPE),
+             "cand": self_kl_floor(cand, STORAGE_DTYPE)}
+    return summarise(arrays, ids, floor, decode, gap, boot_block)
+
+
+def summarise(per_position: dict[str, np.ndarray], ids: np.ndarray, floor: dict[str, Any],
+              decode: Callable[[int, int], str] | None = None, gap: int = 8,
+              boot_block: int = 32) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """Summary and the result's arrays from per-position values (ref_top1, cand_top1,
+    margin, kl_ref_cand, kl_cand_ref, delta_p, truncated), however they were computed."""
+    p = per_position
+    agree = np.asarray(p["ref_top1"]) == np.asarray(p["cand_top1"])
+    kl_rc, kl_cr, dp = (np.asarray(p[k], dtype=np.float64)
+                        for k in ("kl_ref_cand", "kl_cand_ref", "delta_p"))
+    margin = np.asarray(p["margin"], dtype=np.float64)
+    truncated = np.asarray(p.get("truncated", np.zeros(len(agree), bool)), dtype=bool)
+    first = first_disagreement(agree)
+    clusters = find_clusters(agree, kl_rc, gap=gap, decode=decode)
+    dis = ~agree
     summary: dict[str, Any] = {
-        "positions": len(st),
-        "top1_agreement": float(st.agree.mean()),
+        "positions": len(agree),
+        "top1_agreement": float(agree.mean()),
         "disagreements": int(dis.sum()),
-        "near_tie_disagreements": int((dis & (st.margin < NEAR_TIE)).sum()),
+        "near_tie_disagreements": int((dis & (margin < NEAR_TIE)).sum()),
         "first_disagreement": first,
         "first_disagreement_text": decode(first + 1, first + 2) if (decode and first is not None)
         else None,
-        "kl_ref_cand": percentiles(st.kl_ref_cand),
-        "kl_cand_ref": percentiles(st.kl_cand_ref),
-        "delta_p": {**percentiles(st.delta_p),
-                    "rms": float(np.sqrt(np.mean(st.delta_p ** 2)))},
+        "kl_ref_cand": percentiles(kl_rc),
+        "kl_cand_ref": percentiles(kl_cr),
+        "delta_p": {**percentiles(dp), "rms": float(np.sqrt(np.mean(dp ** 2)))},
         "ci": {
-            "kl_ref_cand_mean": block_bootstrap_ci(st.kl_ref_cand, block=boot_block),
-            "top1_agreement": block_bootstrap_ci(st.agree.astype(np.float64), block=boot_block),
+            "kl_ref_cand_mean": block_bootstrap_ci(kl_rc, block=boot_block),
+            "top1_agreement": block_bootstrap_ci(agree.astype(np.float64), block=boot_block),
         },
-        "truncated_positions": int(st.truncated.sum()),
+        "truncated_positions": int(truncated.sum()),
         "clusters": [c.to_json() for c in clusters],
-        "self_kl_floor": {"storage_dtype": STORAGE_DTYPE,
-                          "ref": self_kl_floor(ref, STORAGE_DTYPE),
-                          "cand": self_kl_floor(cand, STORAGE_DTYPE)},
+        "self_kl_floor": floor,
     }
     arrays = {
-        "ids": np.asarray(ids, dtype=np.int64), "ref_top1": st.ref_top1,
-        "cand_top1": st.cand_top1, "agree": st.agree, "margin": st.margin,
-        "kl_ref_cand": st.kl_ref_cand, "kl_cand_ref": st.kl_cand_ref, "delta_p": st.delta_p,
-        "truncated": st.truncated,
+        "ids": np.asarray(ids, dtype=np.int64), "ref_top1": np.asarray(p["ref_top1"]),
+        "cand_top1": np.asarray(p["cand_top1"]), "agree": agree, "margin": margin,
+        "kl_ref_cand": kl_rc, "kl_cand_ref": kl_cr, "delta_p": dp, "truncated": truncated,
     }
     return summary, arrays
 
@@ -85,6 +102,20 @@ def analyse(ref: np.ndarray, cand: np.ndarray, ids: np.ndarray,
 def diverge_card(ref: WorkerRun, cand: WorkerRun, prep: Prepared,
                  summary: dict[str, Any]) -> DisclosureCard:
     full = ref.meta["full_vocab"] and cand.meta["full_vocab"]
+    vocab = "none: full vocabulary, renormalised in float64" if full else \
+        "top-k: KL over ids both engines returned plus one residual-mass bucket " \
+        "(a lower bound of the full KL)"
+    sampled = f"all {summary['positions']} next-token positions, none skipped"
+    floor = summary["self_kl_floor"]
+    if is_hidden(ref):
+        v = ref.meta["storage"]["head"]["shape"][0]
+        vocab = (f"none: full vocabulary of {v}, logits rebuilt from the stored "
+                 f"{floor['storage_dtype']} (output head sha256 "
+                 f"{ref.meta['storage']['head']['sha256'][:16]}..., checked): "
+                 f"{floor['rebuild']}; storage floor, rebuilt vs engine logits: "
+                 f"{floor_text(floor)}")
+        sampled += (f"; the storage floor on {floor['ref']['rows']} evenly spaced positions "
+                    "whose engine logits each run kept")
     return DisclosureCard(
         reference_checkpoint={"model_digest": prep.model_digest,
                               "tokenizer_digest": prep.tokenizer_digest,
@@ -96,16 +127,52 @@ def diverge_card(ref: WorkerRun, cand: WorkerRun, prep: Prepared,
         calibration_data="none: no quantized weights or KV cache were calibrated",
         context_lengths=f"one sequence of {len(prep.ids)} tokens, teacher-forced, "
                         f"contexts 1..{len(prep.ids) - 1}",
-        sampled_positions=f"all {summary['positions']} next-token positions, none skipped",
+        sampled_positions=sampled,
         kl_direction="both: kl_ref_cand = KL(P_ref || P_cand) and kl_cand_ref = "
                      "KL(P_cand || P_ref), natural log (nats)",
-        vocabulary_truncation="none: full vocabulary, renormalised in float64" if full else
-        "top-k: KL over ids both engines returned plus one residual-mass bucket "
-        "(a lower bound of the full KL)",
+        vocabulary_truncation=vocab,
         aggregation="per-position values; mean, percentiles (nearest-rank interpolation, "
                     "numpy linear) and 95% block-bootstrap CI (blocks of 32 positions, "
                     "1000 resamples, seed 0)",
     )
+
+
+def analyse_pair(ref: WorkerRun, cand: WorkerRun, prep: Prepared, workdir: Path, gap: int = 8,
+                 run_dirs: tuple[Path, Path] | None = None
+                 ) -> tuple[dict[str, Any], dict[str, np.ndarray], dict[str, Any]]:
+    """(summary, arrays, analysis facts): score results on the host as before; hidden-state
+    results rebuilt and analysed in chunks (on the GPU when there is one). run_dirs: the
+    workers' output directories (default WORKDIR/ref and WORKDIR/cand)."""
+    if not (is_hidden(ref) or is_hidden(cand)):
+        summary, arrays = analyse(ref.scores, cand.scores, prep.ids, prep.decode, gap=gap)
+        if ref.final_hidden is not None:
+            # post-norm hidden states + output-head digest: full logits can be rebuilt later
+            arrays["ref_final_hidden"] = ref.final_hidden
+        facts: dict[str, Any] = {"device": "cpu", "kernel": "numpy float64"}
+    else:
+        if not is_hidden(ref):
+            raise HiddenStateError("one run stored hidden states, the other logits: rerun "
+                                   "both with the same store= option")
+        per_position, floor, facts = analyse_runs(ref, cand, prep, workdir, run_dirs)
+        summary, arrays = summarise(per_position, prep.ids, floor, prep.decode, gap)
+    add_segments(summary, arrays, prep)
+    return summary, arrays, facts
+
+
+def add_segments(summary: dict[str, Any], arrays: dict[str, np.ndarray],
+                 prep: Prepared) -> None:
+    """With a segments file beside the text: each position's segment, each cluster's
+    segment type, and the figures per segment type."""
+    if not prep.segments:
+        return
+    seg = position_segments(prep.offsets, prep.segments)
+    annotate_clusters(summary["clusters"], prep.segments, seg)
+    arrays["segment"] = seg.astype(np.int32)
+    summary["segments"] = {
+        "count": len(prep.segments),
+        "types": sorted({s["type"] for s in prep.segments}),
+        "by_type": by_type(prep.segments, seg, arrays["agree"], arrays["kl_ref_cand"],
+                           summary["clusters"])}
 
 
 def run_diverge(ref_cfg: EngineConfig, cand_cfg: EngineConfig, prep: Prepared, workdir: Path,
@@ -116,21 +183,27 @@ def run_diverge(ref_cfg: EngineConfig, cand_cfg: EngineConfig, prep: Prepared, w
     ref = execute(ref_cfg, prep, workdir, "ref", block, launcher)
     cand = execute(cand_cfg, prep, workdir, "cand", block, launcher)
     comparison = check(ref, cand) if check else {"gate": "not run (standalone)"}
-    summary, arrays = analyse(ref.scores, cand.scores, prep.ids, prep.decode, gap=gap)
-    if ref.final_hidden is not None:
-        # post-norm hidden states + output-head digest: full logits can be rebuilt later
-        arrays["ref_final_hidden"] = ref.final_hidden
-    meta = {
-        "engines": [ref_cfg.to_json(), cand_cfg.to_json()],
+    summary, arrays, facts = analyse_pair(ref, cand, prep, workdir, gap)
+    path = write_result(result, "diverge", diverge_meta(ref, cand, prep, comparison, summary,
+                                                        facts),
+                        arrays, diverge_card(ref, cand, prep, summary))
+    return DivergeOutcome(summary, arrays, ref, cand, path)
+
+
+def diverge_meta(ref: WorkerRun, cand: WorkerRun, prep: Prepared, comparison: dict,
+                 summary: dict, facts: dict) -> dict[str, Any]:
+    return {
+        "engines": [ref.config.to_json(), cand.config.to_json()],
         "runtime": {"reference": ref.meta["runtime"], "candidate": cand.meta["runtime"]},
         "model_digest": prep.model_digest,
         "tokenizer_digest": prep.tokenizer_digest,
         "text_digest": prep.text_digest,
         "positions": {"n_tokens": int(len(prep.ids)), "scored": int(len(prep.ids) - 1)},
         "output_head_digest": ref.meta.get("head_digest"),
+        "storage": {"reference": ref.meta.get("storage") or {"kind": "logits"},
+                    "candidate": cand.meta.get("storage") or {"kind": "logits"}},
+        "analysis": facts,
         "comparison": comparison,
         "summary": summary,
         "runs": {"reference": ref.run_id, "candidate": cand.run_id},
     }
-    path = write_result(result, "diverge", meta, arrays, diverge_card(ref, cand, prep, summary))
-    return DivergeOutcome(summary, arrays, ref, cand, path)

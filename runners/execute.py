@@ -9,7 +9,9 @@ from typing import Any
 
 import numpy as np
 
-from runners.atomic import npy_bytes, write_bytes
+from provenance.model.atomic import write_atomic
+from provenance.store import RunRecord
+from runners.arrays import npy_bytes
 from runners.engines import EngineConfig
 from runners.launch import Launcher, LaunchError, standalone, worker_argv, worker_env
 from runners.prepare import Prepared
@@ -22,7 +24,7 @@ class WorkerRun:
     scores: np.ndarray
     final_hidden: np.ndarray | None
     run_id: str | None
-    record: dict[str, Any]
+    record: RunRecord | None
 
 
 def execute(config: EngineConfig, prep: Prepared, workdir: Path, name: str, block: int,
@@ -31,7 +33,7 @@ def execute(config: EngineConfig, prep: Prepared, workdir: Path, name: str, bloc
     workdir.mkdir(parents=True, exist_ok=True)
     tokens = workdir / "ids.npy"
     # always rewritten: a reused workdir must not hand a worker another text's ids
-    write_bytes(tokens, npy_bytes(prep.ids))
+    write_atomic(tokens, npy_bytes(prep.ids))
     out = workdir / name
     argv = worker_argv(config, Path(prep.model).resolve(), tokens, out, block)
     params = {"engine": config.engine, **{k: v for k, v in config.options if k != "python"}}

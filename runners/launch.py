@@ -9,11 +9,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 from provenance.model.errors import ProvError
+from provenance.store import RunRecord
 from runners.engines import EngineConfig
 
 VLLM_ENV = {
@@ -33,7 +34,7 @@ class LaunchError(ProvError, RuntimeError):
 class Launched:
     returncode: int
     run_id: str | None = None
-    record: dict[str, Any] = field(default_factory=dict)
+    record: RunRecord | None = None  # the final run record (supervised launches)
     stderr_tail: str = ""
 
 
@@ -65,21 +66,29 @@ def worker_env(config: EngineConfig) -> dict[str, str]:
 
 
 def _runners_only_path() -> Path:
-    """A directory whose only entry is a symlink to this `runners` package."""
+    """A directory holding only this `runners` package and the stdlib-only manifest model
+    (`provenance.model`: the one atomic writer, the error base), as symlinks."""
     import hashlib
 
     pkg = Path(__file__).resolve().parent
+    model = pkg.parent / "provenance" / "model"
     key = hashlib.sha256(str(pkg).encode()).hexdigest()[:16]
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     base = cache / "prov" / "runners-path" / key
-    link = base / "runners"
-    if not link.is_symlink() or link.resolve() != pkg:
-        base.mkdir(parents=True, exist_ok=True)
-        tmp = base / f".runners-{os.getpid()}"
-        tmp.unlink(missing_ok=True)
-        tmp.symlink_to(pkg, target_is_directory=True)
-        os.replace(tmp, link)  # atomic: concurrent workers never see a half-made link
+    _symlink(base / "runners", pkg)
+    _symlink(base / "provenance" / "__init__.py", model.parent / "__init__.py")
+    _symlink(base / "provenance" / "model", model)
     return base
+
+
+def _symlink(link: Path, target: Path) -> None:
+    if link.is_symlink() and link.resolve() == target:
+        return
+    link.parent.mkdir(parents=True, exist_ok=True)
+    tmp = link.with_name(f".{link.name}-{os.getpid()}")
+    tmp.unlink(missing_ok=True)
+    tmp.symlink_to(target, target_is_directory=target.is_dir())
+    os.replace(tmp, link)  # atomic: concurrent workers never see a half-made link
 
 
 def worker_argv(config: EngineConfig, model: Path, tokens: Path, out: Path,
@@ -103,7 +112,7 @@ def supervised(store: Any = None, stream: bool = False) -> Launcher:
 
     def launch(argv: list[str], *, name: str, env: dict[str, str],
                outputs: tuple[Path, ...] = (), params: dict[str, Any] | None = None) -> Launched:
-        from runners.supervisor import run_supervised
+        from provenance.exec import run_supervised
 
         res = run_supervised(argv, name=name, outputs=tuple(str(o) for o in outputs),
                              env_extra=env, stream=stream, store=store,
@@ -116,11 +125,11 @@ def supervised(store: Any = None, stream: bool = False) -> Launcher:
     return launch
 
 
-def _stored_log(store: Any, record: dict[str, Any], label: str) -> str:
+def _stored_log(store: Any, record: RunRecord, label: str) -> str:
     try:
         from provenance.store import open_store
 
-        digest = record["logs"][label]["digest"]
+        digest = record.logs[label]["digest"]
         return (store or open_store()).get_bytes(digest).decode("utf-8", "replace")[-2000:]
     except Exception as exc:  # the log is a courtesy for the error message
         return f"(no {label}: {exc})"

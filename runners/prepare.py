@@ -20,6 +20,7 @@ class Prepared:
     model_digest: str
     tokenizer_digest: str
     text_digest: str
+    segments: list[dict] | None = None  # TEXT.segments.json beside the text, if any
 
     def decode(self, a: int, b: int) -> str:
         """Text of tokens a..b-1 (by character offsets, so byte-level pieces join cleanly)."""
@@ -42,5 +43,8 @@ def prepare(model: Path, text_path: Path, max_tokens: int) -> Prepared:
     if len(ids) < 2:
         raise ValueError(f"{text_path}: fewer than two tokens")
     n = min(len(ids), max_tokens)
+    from runners.analysis.segments import load_segments
+
     return Prepared(model, text, ids[:n], [tuple(o) for o in enc.offsets[:n]], len(ids),
-                    model_digest(model), tokenizer_digest(model), text_digest(text))
+                    model_digest(model), tokenizer_digest(model), text_digest(text),
+                    load_segments(Path(text_path)))

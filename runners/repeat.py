@@ -16,6 +16,7 @@ import numpy as np
 from provenance.model.disclosure import DisclosureCard
 from runners.engines import EngineConfig
 from runners.execute import WorkerRun, execute
+from runners.hidden import to_float32
 from runners.launch import Launcher, standalone
 from runners.prepare import Prepared
 from runners.results import write_result
@@ -48,17 +49,30 @@ def compare_runs(runs: list[WorkerRun], block: int) -> dict[str, Any]:
         for b, digest in enumerate(base.meta["digests"][layer]):
             for i, other in enumerate(runs[1:], start=1):
                 if other.meta["digests"][layer][b] != digest:
-                    s, e = b * block, (b + 1) * block
-                    diff = np.abs(other.scores[s:e].astype(np.float64)
-                                  - base.scores[s:e].astype(np.float64))
-                    return {"verdict": "differs", "run": i, "layer": layer, "block": b,
-                            "positions": [s, min(e, len(base.scores))],
-                            "scores_max_abs_diff_in_block": float(np.nanmax(diff)),
-                            "scores_max_abs_diff": float(np.nanmax(np.abs(
-                                other.scores.astype(np.float64)
-                                - base.scores.astype(np.float64))))}
+                    return _differs(base, other, i, layer, b, block)
     return {"verdict": "bit-identical", "layers": len(base.meta["digests"]),
             "blocks": len(next(iter(base.meta["digests"].values())))}
+
+
+def _values(run: WorkerRun) -> tuple[str, np.ndarray]:
+    """What a differing block's size is measured on: the scores, or for a hidden-state
+    result (no score rows) the final hidden states."""
+    if len(run.scores) or run.final_hidden is None:
+        return "scores", run.scores.astype(np.float64)
+    dtype = run.meta["storage"]["hidden_dtype"]
+    return "final_hidden", to_float32(run.final_hidden, dtype).astype(np.float64)
+
+
+def _differs(base: WorkerRun, other: WorkerRun, i: int, layer: str, b: int,
+             block: int) -> dict[str, Any]:
+    name, x = _values(base)
+    _, y = _values(other)
+    s, e = b * block, (b + 1) * block
+    return {"verdict": "differs", "run": i, "layer": layer, "block": b,
+            "positions": [s, min(e, len(x))],
+            f"{name}_max_abs_diff_in_block": float(np.nanmax(np.abs(y[s:e] - x[s:e])))
+            if e > s and len(x[s:e]) else None,
+            f"{name}_max_abs_diff": float(np.nanmax(np.abs(y - x))) if len(x) else None}
 
 
 def repeat_card(config: EngineConfig, prep: Prepared, runs: list[WorkerRun],

@@ -19,9 +19,10 @@ from typing import Any
 
 import numpy as np
 
+from provenance.model.atomic import write_atomic
 from provenance.model.disclosure import DisclosureCard
+from provenance.store import RunRecord
 from runners.analysis import find_clusters, position_stats
-from runners.atomic import write_bytes
 from runners.engines import EngineConfig, EngineError
 from runners.fingerprint import model_digest, tokenizer_digest
 from runners.launch import Launcher, LaunchError, standalone, worker_env, worker_python
@@ -73,7 +74,7 @@ class ReplayRun:
     meta: dict[str, Any]
     scores: np.ndarray
     run_id: str | None
-    record: dict[str, Any]
+    record: RunRecord | None
 
 
 @dataclass
@@ -258,7 +259,7 @@ def run_replay(ws: Workstream, model: Path, configs: list[ReplayConfig], workdir
     r = render_workstream(ws, template, model / "tokenizer.json")
     tok = Tokenizer.from_file(str(model / "tokenizer.json"))
     job = workdir / "job.json"
-    write_bytes(job, json.dumps(build_job(r)).encode())
+    write_atomic(job, json.dumps(build_job(r)).encode())
     extra = {"workstream_digest": ws.digest, "chat_template_digest": r.template_digest,
              "workstream_ids_digest": r.ids_digest}  # a "token" name would be redacted
     runs = [_launch(c, model, job, workdir / f"c{i}", f"c{i}", launcher, extra)

@@ -19,9 +19,10 @@ from typing import Any
 
 import numpy as np
 
+from provenance.model.atomic import replace_dir, write_atomic
 from provenance.model.disclosure import DisclosureCard, DisclosureError
 from provenance.model.errors import ProvError
-from runners.atomic import npz_bytes, replace_dir, write_bytes
+from runners.arrays import npz_bytes
 
 RESULT_FORMAT = "prov-result/1"
 KINDS = ("repeat", "diverge", "replay")
@@ -55,8 +56,8 @@ def write_result(path: Path, kind: str, meta: dict[str, Any], arrays: dict[str, 
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.tmp-", dir=path.parent))
     try:
-        write_bytes(tmp / "arrays.npz", blob)
-        write_bytes(tmp / "result.json",
+        write_atomic(tmp / "arrays.npz", blob)
+        write_atomic(tmp / "result.json",
                     json.dumps(doc, indent=1, sort_keys=True, default=_json_default).encode())
         replace_dir(tmp, path)
     finally:

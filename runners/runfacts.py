@@ -9,16 +9,18 @@ run time, e.g. the attention backend vLLM really picked:
 The facts land in `$PROV_RUN_DIR/facts.json`; when the run ends the supervisor merges
 each top-level section into the run's manifest (identity unless the classification table
 says otherwise), so `prov compare` and its presets see them. Sections the snapshot
-already has (python, os, gpu...) cannot be overwritten. Standard library only.
+already has (python, os, gpu...) cannot be overwritten. The standard library and the
+stdlib-only model only (this runs in workers, in engine environments without prov).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
+
+from provenance.model.atomic import write_atomic
 
 FACTS_FILE = "facts.json"
 
@@ -42,8 +44,5 @@ def add_run_facts(facts: dict[str, Any], run_dir: str | None = None) -> Path:
     except (OSError, ValueError):
         current = {}
     _merge(current, facts)
-    fd, tmp = tempfile.mkstemp(prefix=".facts-", dir=run_dir)
-    with os.fdopen(fd, "w") as fh:
-        json.dump(current, fh, sort_keys=True)
-    os.replace(tmp, path)
+    write_atomic(path, json.dumps(current, sort_keys=True))
     return path

@@ -2,7 +2,8 @@
 --tokens IDS.npy --out DIR`. Separate processes make repeats honest (no warm state shared)
 and let each run go through the `prov exec` supervisor.
 
-Writes OUT/scores.npz (scores, ids, final_hidden when available) and OUT/run.json (engine
+Writes OUT/scores.npz (scores, ids, final_hidden when available; a hidden-state result's
+sampled engine logits, runners/hidden.py) and OUT/run.json (engine
 configuration, runtime facts read from the engine, per-block digests). When PROV_RUN_DIR is
 set (run under `prov exec`), the runtime facts are added to the run's manifest (runfacts).
 """
@@ -38,6 +39,7 @@ def run(spec: str, model: str, tokens: Path, out: Path, block: int) -> dict:
     arrays = {"scores": result.scores, "ids": np.asarray(ids, dtype=np.int64)}
     if result.final_hidden is not None:
         arrays["final_hidden"] = result.final_hidden
+    arrays.update(result.extra_arrays)
     meta = {
         "format": WORKER_FORMAT,
         "config": config.to_json(),
@@ -48,6 +50,7 @@ def run(spec: str, model: str, tokens: Path, out: Path, block: int) -> dict:
         "n_tokens": len(ids),
         "digests": result.digests,
         "head_digest": result.head_digest,
+        "storage": result.storage or {"kind": "logits"},
         # torch's process-global flags as the run left them (a script may have changed them)
         "runtime": {config.engine: result.runtime, **_torch_facts()},
         "notes": result.notes,

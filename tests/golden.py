@@ -13,11 +13,12 @@ GOLDEN_DIR = Path(__file__).parent / "golden"
 
 
 def check_golden(name: str, actual: str) -> None:
+    """`actual` must equal tests/golden/NAME (NAME may hold a folder: `sbom/x.cdx.json`)."""
     path = GOLDEN_DIR / name
     if os.environ.get("PROV_UPDATE_GOLDEN") == "1":
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(actual)
+        path.write_text(actual, encoding="utf-8")
         return
     assert path.exists(), f"golden file {path} missing: run with PROV_UPDATE_GOLDEN=1"
-    expected = path.read_text()
+    expected = path.read_text(encoding="utf-8")
     assert actual == expected, f"output differs from {path} (PROV_UPDATE_GOLDEN=1 regenerates)"

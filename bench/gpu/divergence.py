@@ -33,52 +33,85 @@ SPECS = {
 }
 
 
+YARN = {"rope_type": "yarn", "rope_theta": 1000000.0, "factor": 4.0,
+        "original_max_position_embeddings": 32768}  # Qwen3's long-context setting
+
+
+def eval_text(out: Path, tokens: int, segmented: bool) -> tuple[str, int]:
+    """The evaluation text (at least tokens + 1 tokens) and its token count; segmented: a
+    workstream-like text of tool-call JSON, code and prose with TEXT.segments.json beside."""
+    from tokenizers import Tokenizer
+
+    from runners.demo.build import train_tokenizer
+    from runners.demo.corpus import generate
+    from runners.demo.segments import generate_segmented, write_segmented
+
+    if segmented:
+        text, segs = generate_segmented(n_chars=tokens * 3, seed=7)
+    else:
+        text = generate(n_paragraphs=max(400, tokens // 12), seed=7)
+    train_tokenizer(text[:2_000_000], out)
+    tok = Tokenizer.from_file(str(out / "tokenizer.json"))
+    n = len(tok.encode(text).ids)
+    while n < tokens + 1:  # long enough for `tokens` positions
+        if segmented:
+            text, segs = generate_segmented(n_chars=int(len(text) * 1.3 * (tokens + 1) / n),
+                                            seed=7)
+        else:
+            text += "\n" + generate(n_paragraphs=400, seed=n)
+        n = len(tok.encode(text).ids)
+    if segmented:
+        write_segmented(out / "eval.txt", text, segs)
+    else:
+        (out / "eval.txt").write_text(text, encoding="utf-8")
+    return text, n
+
+
 def build(out: Path, layers: int, vocab: int, tokens: int, hidden: int, train_steps: int = 0,
-          train_seconds: float = 120.0) -> None:
+          train_seconds: float = 120.0, yarn: bool = False, segmented: bool = False) -> None:
     """Qwen3-0.6B's shape (hidden 1024, 16 query / 8 KV heads of 128, MLP 3072, RoPE 1e6,
-    tied head) with `layers` layers and `vocab` outputs, init from seed 0, bf16; with
-    train_steps, briefly trained first (see train)."""
+    tied head) with `layers` layers and `vocab` outputs, init from seed 0, bf16; yarn: RoPE
+    scaled as Qwen3 configures it for long contexts (YaRN, factor 4 over 32,768 original
+    positions: 131,072); with train_steps, briefly trained first (see train)."""
     import torch
     from transformers import AutoModelForCausalLM, Qwen3Config
 
-    from runners.demo.build import VOCAB_SIZE, train_tokenizer
-    from runners.demo.corpus import generate
+    from runners.demo.build import VOCAB_SIZE
 
     out.mkdir(parents=True, exist_ok=True)
-    text = generate(n_paragraphs=max(400, tokens // 12), seed=7)
-    train_tokenizer(text, out)
-    from tokenizers import Tokenizer
-
-    n = len(Tokenizer.from_file(str(out / "tokenizer.json")).encode(text).ids)
-    while n < tokens + 1:  # long enough for `tokens` positions
-        text += "\n" + generate(n_paragraphs=400, seed=n)
-        n = len(Tokenizer.from_file(str(out / "tokenizer.json")).encode(text).ids)
-    (out / "eval.txt").write_text(text, encoding="utf-8")
+    _, n = eval_text(out, tokens, segmented)
     small = hidden < 1024
+    rope = dict(YARN) if yarn else {"rope_type": "default", "rope_theta": 1000000.0}
     cfg = Qwen3Config(
         vocab_size=max(vocab, VOCAB_SIZE), hidden_size=hidden,
         intermediate_size=3 * hidden, num_hidden_layers=layers,
         num_attention_heads=4 if small else 16, num_key_value_heads=2 if small else 8,
-        head_dim=32 if small else 128, max_position_embeddings=max(40960, tokens + 1),
-        rope_theta=1000000.0, rms_norm_eps=1e-6, tie_word_embeddings=True,
+        head_dim=32 if small else 128,
+        # YaRN: exactly factor x original (transformers warns on any other ratio)
+        max_position_embeddings=max(131072 if yarn else 40960, tokens),
+        rope_parameters=rope, rms_norm_eps=1e-6, tie_word_embeddings=True,
         use_sliding_window=False, dtype="bfloat16")
     torch.manual_seed(0)
+    dev = "cuda" if torch.cuda.is_available() else "cpu"
     if train_steps:
-        model = AutoModelForCausalLM.from_config(cfg, dtype=torch.float32)
-        trained = train(model, out, train_steps, train_seconds)
+        with torch.device(dev):
+            model = AutoModelForCausalLM.from_config(cfg, dtype=torch.float32)
+        trained = train(model, out, train_steps, train_seconds, segmented=segmented)
         (out / "train.json").write_text(json.dumps(trained, indent=1))
         model = model.to(torch.bfloat16)
     else:
-        model = AutoModelForCausalLM.from_config(cfg, dtype=torch.bfloat16)
+        with torch.device(dev):  # init on the GPU: seconds, not minutes, at 151,936 outputs
+            model = AutoModelForCausalLM.from_config(cfg, dtype=torch.bfloat16)
         trained = {"steps": 0}
     model.save_pretrained(out, safe_serialization=True)
     print(json.dumps({"model": str(out), "layers": layers, "vocab": cfg.vocab_size,
                       "hidden": hidden, "text_tokens": n, "training": trained,
+                      "rope": rope, "max_positions": cfg.max_position_embeddings,
                       "params": sum(p.numel() for p in model.parameters())}))
 
 
 def train(model, out: Path, steps: int, max_seconds: float, seq: int = 1024,
-          batch: int = 16) -> dict:
+          batch: int = 16, segmented: bool = False) -> dict:
     """A brief training run so the distributions are not flat: next-token loss on a text of
     the same grammar generated with another seed (the evaluation text is never trained on),
     AdamW 3e-4 with 20 warm-up steps, fp32 weights under bf16 autocast on the model's device,
@@ -87,11 +120,14 @@ def train(model, out: Path, steps: int, max_seconds: float, seq: int = 1024,
     from tokenizers import Tokenizer
 
     from runners.demo.corpus import generate
+    from runners.demo.segments import generate_segmented
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
     model.to(device).train()
     tok = Tokenizer.from_file(str(out / "tokenizer.json"))
-    ids = torch.tensor(tok.encode(generate(n_paragraphs=16000, seed=11)).ids, dtype=torch.long)
+    text = generate_segmented(2_000_000, seed=11)[0] if segmented else \
+        generate(n_paragraphs=16000, seed=11)
+    ids = torch.tensor(tok.encode(text).ids, dtype=torch.long)
     seq = min(seq, len(ids) // 2)
     gen = torch.Generator().manual_seed(0)
     opt = torch.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.0)
@@ -172,14 +208,11 @@ def pairs(work: Path, results: Path, backends: list[str], model: Path, tokens: i
         except ProvError as exc:
             doc["pairs"][f"{a}~{b}"] = {"gate": f"refused: {exc}"}
             continue
-        summary, arrays = rd.analyse(ref.scores, cand.scores, prep.ids, prep.decode)
-        meta = {"engines": [ref.config.to_json(), cand.config.to_json()],
-                "runtime": {"reference": ref.meta["runtime"], "candidate": cand.meta["runtime"]},
-                "model_digest": prep.model_digest, "tokenizer_digest": prep.tokenizer_digest,
-                "text_digest": prep.text_digest,
-                "positions": {"n_tokens": int(len(prep.ids)), "scored": int(len(prep.ids) - 1)},
-                "output_head_digest": ref.meta.get("head_digest"), "comparison": comparison,
-                "summary": summary, "runs": {"reference": ref.run_id, "candidate": cand.run_id}}
+        # the same analysis as `prov run diverge` (hidden-state runs: rebuilt on the GPU)
+        summary, arrays, facts = rd.analyse_pair(
+            ref, cand, prep, results / f".work-{a}-{b}", run_dirs=(work / a / "run0",
+                                                                  work / b / "run0"))
+        meta = rd.diverge_meta(ref, cand, prep, comparison, summary, facts)
         path = write_result(results / f"diverge-{a}-{b}", "diverge", meta, arrays,
                             diverge_card(ref, cand, prep, summary))
         stored = json.loads((path / "result.json").read_text())
@@ -191,9 +224,12 @@ def pairs(work: Path, results: Path, backends: list[str], model: Path, tokens: i
                                        "near_tie_disagreements", "first_disagreement")},
             "kl_ref_cand": {k: summary["kl_ref_cand"][k] for k in ("mean", "max", "p99")},
             "kl_cand_ref_mean": summary["kl_cand_ref"]["mean"],
+            "analysis": facts, "self_kl_floor": summary["self_kl_floor"],
+            "segments_by_type": (summary.get("segments") or {}).get("by_type"),
             "clusters": len(summary["clusters"]),
-            "first_clusters": [{k: c[k] for k in ("start", "end", "disagreements")}
-                               for c in summary["clusters"][:3]]}
+            "first_clusters": [{k: c.get(k) for k in ("start", "end", "disagreements",
+                                                      "segment_type", "text")}
+                               for c in summary["clusters"][:5]]}
         print(f"pair {a}~{b}: {doc['pairs'][f'{a}~{b}']['top1_agreement']:.4f} agreement, "
               f"{time.time() - t0:.1f}s", flush=True)
     return doc
@@ -244,6 +280,9 @@ def main() -> int:
     b.add_argument("--hidden", type=int, default=1024)
     b.add_argument("--train-steps", type=int, default=0, help="0: random init")
     b.add_argument("--train-seconds", type=float, default=120.0, help="stop training after")
+    b.add_argument("--yarn", action="store_true", help="RoPE with YaRN (131,072 positions)")
+    b.add_argument("--segmented", action="store_true",
+                   help="a workstream-like eval text (tool JSON, code, prose) + segments")
     s = sub.add_parser("specs")
     s.add_argument("--device", default="cuda")
     s.add_argument("backends")
@@ -257,7 +296,8 @@ def main() -> int:
     t.add_argument("--results", type=Path, required=True)
     a = ap.parse_args()
     if a.cmd == "build":
-        build(a.out, a.layers, a.vocab, a.tokens, a.hidden, a.train_steps, a.train_seconds)
+        build(a.out, a.layers, a.vocab, a.tokens, a.hidden, a.train_steps, a.train_seconds,
+              a.yarn, a.segmented)
     elif a.cmd == "specs":
         for name in a.backends.split(","):
             print(f"{name} {SPECS[name].format(dev=a.device)}")

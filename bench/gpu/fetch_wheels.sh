@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Download, into .whl/ of the repository root, the wheels of prov's runtime dependencies that
 # the GPU machine's image lacks (it has torch, triton, transformers, tokenizers, safetensors,
-# numpy, rich, typer 0.27.2, packaging, nvidia-ml-py, pytest, click: see
-# /work/.library/device/KINDS.md). cp312 manylinux x86_64, no dependencies pulled implicitly:
+# numpy, rich, typer 0.27.2, packaging, nvidia-ml-py, pytest, click, as the device machine's
+# notes list them). cp312 manylinux x86_64, no dependencies pulled implicitly:
 # each one is named. Run on this machine, from the repository root; about 6 MB.
 set -euo pipefail
 cd "$(git rev-parse --show-toplevel 2>/dev/null || pwd)"

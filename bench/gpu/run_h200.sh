@@ -8,7 +8,11 @@
 # STEPS (comma list, default manifest,tests,bench,divergence) picks the steps:
 #   manifest (a); tests: tests/runners/test_fused.py with the compiled kernels on the GPU;
 #   bench (c); longest: bench/gpu/longest_context.py, the longest context each backend fits
-#   in one forward pass; divergence (b).
+#   in one forward pass; divergence (b); scale (issue 20): the Qwen3-0.6B-shaped model at
+#   full vocabulary (151,936) with YaRN RoPE on a segmented workstream-like text, `prov run
+#   repeat` per SCALE_BACKENDS at SCALE_TOKENS (131,072) storing hidden states, the pair
+#   through the gate and the GPU analysis, bench/gpu/scale.py (timings beside the floors, host
+#   slice, bytes stored, other backends), and `prov report` of the pair.
 # Results go to $OUT (at most 8 files come back): log.txt, manifest.{txt,json},
 # bench.{txt,json}, longest.json, divergence.{txt,json}, summary.json.
 #
@@ -17,6 +21,8 @@
 # DIV_VOCAB (8192), DIV_TOKENS (16384), TRAIN_STEPS (0: random init; else a brief training
 # run, at most TRAIN_SECONDS), BACKENDS, TOKENS_FOR ("eager=24576,math=32768":
 # per-backend token counts for the repeats; pairs use only backends at DIV_TOKENS).
+# scale: SCALE_TOKENS (131072), SCALE_BACKENDS (flash,cudnn), SCALE_TRAIN_STEPS (0: random
+# init), SCALE_TRAIN_SECONDS (60), SCALE_TAG (a suffix for its output files).
 set -u
 START=$(date +%s)
 OUT=${OUT:-/tmp/prov-gpu-out}
@@ -57,6 +63,10 @@ if [ "${DRY_RUN_CPU:-0}" = 1 ]; then
   TOKENS=256
   BACKENDS=${BACKENDS:-flash,math,eager}
   LONG_ARGS="--layers 2 --lengths 64,128 --backends flash,math,eager"
+  SCALE_BUILD="--layers 2 --hidden 64 --vocab 4096"
+  SCALE_TOKENS=${SCALE_TOKENS:-600}
+  SCALE_STORE=",store=hidden"  # below the automatic threshold at this size
+  SCALE_BACKENDS=${SCALE_BACKENDS:-flash,math}
 else
   DEV=cuda
   BENCH_ARGS="--repeat 5"
@@ -65,6 +75,9 @@ else
   TOKENS=${DIV_TOKENS:-16384}
   BACKENDS=${BACKENDS:-flash,cudnn,efficient,math,eager}
   LONG_ARGS=${LONG_ARGS:-}
+  SCALE_BUILD="--layers 28 --vocab 151936"
+  SCALE_TOKENS=${SCALE_TOKENS:-131072}
+  SCALE_STORE=""  # automatic: 131,071 x 151,936 is far above the threshold
 fi
 R=$W/results
 # tokens of backend $1's repeat: its TOKENS_FOR entry, else $TOKENS
@@ -144,6 +157,49 @@ cat "$OUT/divergence.txt"
 
 fi
 
+if want scale; then
+  TAG=${SCALE_TAG:-}
+  SW=$W/scale$TAG
+  SM=$SW/model
+  SB=${SCALE_BACKENDS:-flash,cudnn}
+  step "scale: model (YaRN, vocab 151936) and segmented text"
+  timeout 300 $PY bench/gpu/divergence.py build "$SM" $SCALE_BUILD --tokens "$SCALE_TOKENS" \
+    --yarn --segmented --train-steps "${SCALE_TRAIN_STEPS:-0}" \
+    --train-seconds "${SCALE_TRAIN_SECONDS:-60}"
+  for b in ${SB//,/ }; do
+    if [ "$(left)" -lt 120 ]; then echo "skip scale repeat $b: $(left)s left"; continue; fi
+    SPEC=$($PY bench/gpu/divergence.py specs --device $DEV $b | cut -d' ' -f2)$SCALE_STORE
+    step "scale: prov run repeat $b at $SCALE_TOKENS tokens: $SPEC"
+    timeout $(( $(left) - 90 )) prov run repeat --engine "$SPEC" --model "$SM" \
+      --text "$SM/eval.txt" --n 2 --max-tokens "$SCALE_TOKENS" --workdir "$SW/work/$b" \
+      --out "$SW/results/repeat-$b" --json | cut -c1-2000
+    echo "repeat $b exit ${PIPESTATUS[0]}"
+  done
+  step "scale: the pair through the gate (--vary attention-backend), GPU analysis"
+  timeout $(( $(left) > 60 ? $(left) - 30 : 30 )) $PY bench/gpu/divergence.py pairs \
+    --work "$SW/work" --results "$SW/results" --model "$SM" --backends "$SB" \
+    --tokens "$SCALE_TOKENS" --budget $(( $(left) - 60 ))
+  $PY bench/gpu/divergence.py table --results "$SW/results" > "$OUT/scale-divergence$TAG.txt"
+  cat "$OUT/scale-divergence$TAG.txt"
+  P=$(ls -d "$SW"/results/diverge-* 2>/dev/null | head -1)
+  [ -n "$P" ] && cp "$P/result.json" "$OUT/scale-result$TAG.json"
+  if [ -n "$P" ] && [ -z "$TAG" ]; then
+    step "scale: prov report of $P"
+    T0=$(date +%s%N)
+    timeout 120 prov report "$P" --out "$OUT/scale-report$TAG.html" && \
+      echo "report built in $(( ($(date +%s%N) - T0) / 1000000 )) ms," \
+        "$(stat -c %s "$OUT/scale-report$TAG.html") bytes"
+  fi
+  if [ "$(left)" -gt 60 ] && [ -z "$TAG" ]; then
+    step "scale: timings beside the floors, host slice, bytes, other backends"
+    SARGS=""; [ "$DEV" = cpu ] && SARGS="--device cpu --repeat 1 --others eager"
+    timeout $(( $(left) - 15 )) $PY bench/gpu/scale.py --model "$SM" --work "$SW/work" \
+      --backends "$SB" --tokens "$SCALE_TOKENS" --json "$OUT/scale$TAG.json" $SARGS | cut -c1-3000
+    echo "scale exit ${PIPESTATUS[0]}"
+  fi
+fi
+
+[ "$STEPS" = scale ] || [ "$STEPS" = tests,scale ] && { step "done in $(elapsed)s"; exit 0; }
 step "summary"
 $PY - "$OUT" "$R" "$W/model" <<'PYEOF'
 import json, sys

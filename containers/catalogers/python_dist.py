@@ -14,9 +14,27 @@ import io
 import re
 
 _NORMALIZE = re.compile(r"[-_.]+")
-# RECORD rows written by the installer, not shipped in the wheel: excluded from the
-# content fingerprint so two installs of one wheel fingerprint the same.
-_INSTALLER_FILES = {"INSTALLER", "RECORD", "REQUESTED", "direct_url.json"}
+# Files an installer writes into `<name>.dist-info/` and lists in RECORD: they describe the
+# act of installing (who, when, from where), not the wheel, so two installs of one wheel by
+# different tools must leave them out of the content fingerprint. The ONE list: the
+# environment collector and the image cataloger both fingerprint through
+# `content_fingerprint` below. Surveyed installers and what they add:
+#   pip (26.x), uv (0.13), pdm (2.29), poetry (2.x, via `installer`): the PEP 376/610 files;
+#   uv also uv_cache.json and uv_build.json; pdm also REFER_TO (symlink cache);
+#   `pip install --user` and editable installs: nothing beyond these (an editable wheel's
+#   `__editable__*` files come from the build backend: content, though path-dependent);
+#   conda: INSTALLER ("conda"); its own records live in `<prefix>/conda-meta/`, outside
+#   any RECORD; Debian python3-* packages: none (dh-python ships RECORD, METADATA, WHEEL).
+# Generated console scripts (`../bin/...`) and byte-code are dropped by path, below.
+INSTALLER_FILES: dict[str, str] = {
+    "RECORD": "PEP 376/627: every installer rewrites it with the installed paths and hashes",
+    "INSTALLER": "PEP 376/627: pip, uv, pdm, poetry, conda write their own name",
+    "REQUESTED": "PEP 376/627: pip, uv, pdm mark a distribution the user asked for by name",
+    "direct_url.json": "PEP 610: pip, uv, pdm, poetry record the URL or path installed from",
+    "uv_cache.json": "uv: cache key (timestamp, commit, tags) of a local wheel or source tree",
+    "uv_build.json": "uv: the build settings of a wheel uv built from source",
+    "REFER_TO": "pdm (install.cache_method = symlink): the cached package it links to",
+}
 NO_RECORD = "unavailable: no RECORD (egg-info or foreign installer)"
 
 
@@ -48,26 +66,55 @@ def headers(text: str) -> dict[str, str]:
     return out
 
 
+def checked_rows(rows: list) -> dict[str, str]:
+    """path -> RECORD hash of the rows an installer would check.
+
+    A RECORD may hold two rows for one path. pip byte-compiles after unpacking and lists each
+    `.pyc` it wrote with an empty hash (PEP 376 allows no hash for installer-generated files);
+    when the wheel ships that `.pyc` too (numpy 2.2.6 does), the wheel's hashed row stays
+    beside it, and pip sorts RECORD, so the hash-less row comes *first*. The file on disk is
+    pip's, so a path with any hash-less row is not checked; among hashed rows the last wins.
+    """
+    last: dict[str, str] = {}
+    generated: set[str] = set()
+    for row in rows:
+        if not row:
+            continue
+        if len(row) > 1 and row[1]:
+            last[row[0]] = row[1]
+        else:
+            generated.add(row[0])
+    for path in generated:
+        last.pop(path, None)
+    return last
+
+
+def is_installer_file(path: str) -> bool:
+    """True for a RECORD path naming a file the installer wrote into the `.dist-info`."""
+    parent, sep, name = path.rpartition("/")
+    return bool(sep) and "/" not in parent and parent.endswith(".dist-info") and (
+        name in INSTALLER_FILES
+    )
+
+
 def content_fingerprint(rows: list) -> str:
     """sha256 over the sorted (path, hash) rows that came from the wheel itself.
 
     Excluded: rows without a hash, byte-code (.pyc embeds source mtimes), installer-written
-    files, and scripts the installer generated outside the package (their shebang names the
-    interpreter path). Two installs of the same wheel into different venvs agree.
+    files (INSTALLER_FILES), and scripts the installer generated outside the package (their
+    shebang names the interpreter path). Two installs of the same wheel into different venvs,
+    by pip, uv or pdm, agree.
     """
     kept = []
     append = kept.append
-    for row in rows:
-        if len(row) < 2 or not row[1]:
-            continue
-        path = row[0]
+    for path, digest in checked_rows(rows).items():
         if path.endswith(".pyc") or "__pycache__" in path:
             continue
         if path[:2] == ".." and ("/bin/" in path or "/Scripts/" in path):
             continue
-        if ".dist-info/" in path and path.rsplit("/", 1)[-1] in _INSTALLER_FILES:
+        if is_installer_file(path):
             continue
-        append(path + "," + row[1])
+        append(path + "," + digest)
     kept.sort()
     return "sha256:" + hashlib.sha256("\n".join(kept).encode("utf-8")).hexdigest()
 

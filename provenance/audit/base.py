@@ -10,6 +10,13 @@ import abc
 from dataclasses import dataclass, field
 from typing import Any
 
+from provenance.model.errors import ProvError
+
+# `prov audit`'s exit codes: 1 when it found vulnerabilities, 3 when nothing could be audited
+# (the error table's EXIT_UNAVAILABLE is 4; kept at 3, as the command has always exited).
+EXIT_VULNERABLE = 1
+EXIT_NOT_AUDITED = 3
+
 
 @dataclass(frozen=True)
 class Package:
@@ -62,8 +69,10 @@ class AuditResult:
         }
 
 
-class ServiceUnreachable(Exception):
+class ServiceUnreachable(ProvError):
     """No vulnerability service answered; nothing was audited."""
+
+    exit_code = EXIT_NOT_AUDITED
 
 
 class AuditBackend(abc.ABC):

@@ -51,7 +51,9 @@ class PipAuditBackend(AuditBackend):
                 why = (str(cause).splitlines() or [""])[0][:160]
                 raise ServiceUnreachable(
                     f"vulnerability service {self.osv_url} unreachable "
-                    f"({type(cause).__name__}: {why})"
+                    f"({type(cause).__name__}: {why}); NOTHING was audited "
+                    f"({len(packages)} packages not audited). "
+                    "Use --osv-db DIR for an offline audit."
                 ) from None
             audited.append(pkg)
             for r in results:

@@ -9,9 +9,13 @@ from __future__ import annotations
 import os
 import sys
 
-import typer
+from provenance.cli.fast import dispatch
 
-from provenance.model.errors import ProvError
+dispatch(sys.argv)  # `prov snapshot ...` runs and exits here, without importing typer
+
+import typer  # noqa: E402
+
+from provenance.model.errors import ProvError  # noqa: E402
 
 app = typer.Typer(
     name="prov",

@@ -47,53 +47,25 @@ def compare(
 
     A comparison that passes is recorded in the store with the keys that varied.
     """
-    from provenance import __version__
     from provenance.cli.output import console, print_json
-    from provenance.gate import common_libraries, gate, load_config, with_loaded_libraries
-    from provenance.resolve import resolve
+    from provenance.gate import compare_runs
     from provenance.store import open_store
-    from provenance.store.records import now_iso
 
-    store = open_store()
-    ra, rb = resolve(a, store), resolve(b, store)
-    ma, mb = ra.manifest, rb.manifest
-    libs_compared = 0
-    if ra.run is not None and rb.run is not None:
-        la, lb = common_libraries(
-            ra.run.record.get("loaded_libraries") or [], rb.run.record.get("loaded_libraries") or []
-        )
-        ma, mb = with_loaded_libraries(ma, la), with_loaded_libraries(mb, lb)
-        libs_compared = len(la)
-    config = load_config()
-    result = gate(ma, mb, list(vary), config)
-    doc = result.to_json()
-    doc["loaded_libraries_compared"] = libs_compared
-    if result.ok:
-        for r in (ra, rb):  # a passing comparison points at stored manifests
-            if r.object is None:
-                r.object = store.put_manifest(r.manifest)
-        record = {
-            "a": ra.describe(),
-            "b": rb.describe(),
-            "vary": list(vary),
-            "config": config.source,
-            "created_at": now_iso(),
-            "prov_version": __version__,
-            **doc,
-        }
-        doc["record"] = store.put_comparison(record)
+    c = compare_runs(open_store(), a, b, list(vary))
+    result, ra, rb, config = c.result, c.a, c.b, c.config
+    doc = c.to_json()
     if as_json:
         print_json(doc)
         raise typer.Exit(0 if result.ok else REFUSED)
     con = console()
     if result.ok:
         _render(result, ra, rb, con)
-        verdict = "identical identity" if result.diff.identical else "comparable"
+        verdict = "identical identity" if result.identical else "comparable"
         con.print(f"[green]{verdict}[/green]: recorded as comparison {doc['record']}")
         if ra.run is not None and rb.run is not None:  # worker runs: top-1 along the context
             from provenance.report import runs_sparkline
 
-            line = runs_sparkline(ra.run.record, rb.run.record)
+            line = runs_sparkline(ra.run.record.to_doc(), rb.run.record.to_doc())
             if line:
                 con.print(line, markup=False, highlight=False)
         raise typer.Exit(0)
@@ -106,7 +78,7 @@ def compare(
     )
     from provenance.gate import suggest_presets
 
-    for preset, keys in suggest_presets(config, result.refused).items():
+    for preset, keys in suggest_presets(config.presets, [c.key for c in result.refused]).items():
         err.print(f"covered by --vary {preset}: {', '.join(keys)}", markup=False,
                   highlight=False)
     err.print(

@@ -26,15 +26,15 @@ def demo(
     as_json: bool = typer.Option(False, "--json", help="print the figures as JSON"),
 ) -> None:
     """Run the embedded demo (CPU, about a minute)."""
+    from provenance.cli.gating import gate_check, launcher
     from provenance.cli.output import console, print_json
-    from provenance.cli.run_cmd import _gate, _launcher, render_diverge, render_repeat
+    from provenance.cli.run_cmd import render_diverge, render_repeat
     from runners import api
-    from runners.demo.build import ensure
 
     con = console(stderr=as_json)
     t0 = time.time()
     try:
-        model = ensure(workdir / "model", steps=steps)
+        model = api.ensure_demo_model(workdir / "model", steps=steps)
     except ImportError as exc:
         raise ProvError(f"the demo needs torch, transformers and tokenizers: {exc}") from exc
     built = time.time() - t0
@@ -45,13 +45,13 @@ def demo(
 
     # every engine run is a recorded `prov exec` run; the demo keeps its own store
     store = open_store(os.environ.get("PROV_STORE") or workdir / "store")
-    launcher = _launcher(store=store)
+    launcher = launcher(store=store)
     figures: dict = {"model": str(model), "model_digest": prep.model_digest,
                      "tokens": int(len(prep.ids)), "build_seconds": round(built, 1)}
     try:
         rep = api.run_repeat(api.EngineConfig.parse("transformers:attn=sdpa"), prep, 2,
                              res_dir / ".work-repeat", res_dir / "repeat-sdpa",
-                             launcher=launcher, check=_gate([], store))
+                             launcher=launcher, check=gate_check([], store))
         if not as_json:
             render_repeat(rep.verdict, "transformers:attn=sdpa", 2, rep.result_path, con)
         figures["repeat"] = rep.verdict
@@ -60,7 +60,7 @@ def demo(
             cand = api.EngineConfig.parse(f"transformers:attn=sdpa,dtype={dtype}")
             div = api.run_diverge(ref, cand, prep, res_dir / f".work-{dtype}",
                                   res_dir / f"diverge-eager-sdpa-{dtype}", launcher=launcher,
-                                  check=_gate(["attention-backend"], store))
+                                  check=gate_check(["attention-backend"], store))
             if not as_json:
                 render_diverge(div.summary, ref.spec, cand.spec, div.result_path, con)
             s = div.summary

@@ -9,7 +9,7 @@ import typer
 from provenance.cli import app
 
 if TYPE_CHECKING:  # imported inside the command so `prov --help` stays fast
-    from provenance.diff import Change, ManifestDiff
+    from provenance.model.diff import Change, ManifestDiff
 
 
 def render_changes(title: str, changes: list[Change], con) -> None:
@@ -49,8 +49,8 @@ def diff(
 ) -> None:
     """Show what differs between two manifests. Exit 0: same identity; 1: differs; 2: bad input."""
     from provenance.cli.output import console, print_json
-    from provenance.diff import diff_manifests
-    from provenance.resolve import load_manifest
+    from provenance.model.diff import diff_manifests
+    from provenance.store.resolve import load_manifest
 
     d = diff_manifests(load_manifest(a), load_manifest(b))
     if as_json:

@@ -40,7 +40,7 @@ def exec_(
 
     Exits with CMD's own status (128+N when signal N killed it).
     """
-    from runners.supervisor import run_supervised
+    from provenance.exec import run_supervised
 
     command = list(command or [])
     if command and command[0] == "--":
@@ -56,11 +56,11 @@ def exec_(
     )
     if not quiet:
         rec = result.record
-        how = f"signal {rec['signal']}" if rec.get("signal") else f"exit {result.exit_status}"
+        how = f"signal {rec.signal}" if rec.signal else f"exit {result.exit_status}"
         if result.state == "failed":
-            how = rec.get("error", "failed")
+            how = rec.error or "failed"
         sys.stderr.write(
             f"prov: run {result.run_id[:12]} {result.state}: {how} "
-            f"in {rec.get('duration_s', 0):.3f} s\n"
+            f"in {rec.duration_s or 0:.3f} s\n"
         )
     raise typer.Exit(result.exit_status)

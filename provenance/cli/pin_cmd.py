@@ -13,18 +13,18 @@ from typing import Any
 import typer
 
 from provenance.cli import app
-from provenance.model.errors import ProvError
 
 
-def scan_with_progress(source: str, quiet: bool = False, platform: str | None = None) -> Any:
-    """Scan an image with a rich progress bar per layer on stderr; user errors -> ProvError."""
-    from containers import ImageError, scan_image
+def scan_with_progress(
+    source: str, quiet: bool = False, platform: str | None = None, verify_files: bool = False
+) -> Any:
+    """Scan an image with a rich progress bar per layer on stderr (ImageError is a ProvError:
+    the CLI prints it once). `verify_files`: every file a package claims is re-hashed in the
+    same pass (`prov pin`)."""
+    from containers import scan_image
 
     if quiet or not sys.stderr.isatty():
-        try:
-            return scan_image(source, platform=platform)
-        except ImageError as exc:
-            raise ProvError(str(exc)) from None
+        return scan_image(source, platform=platform, verify_files=verify_files)
     from rich.progress import (
         BarColumn,
         DownloadColumn,
@@ -51,19 +51,9 @@ def scan_with_progress(source: str, quiet: bool = False, platform: str | None = 
                 if event == "end":
                     bar.update(tasks[index], completed=total or done)
 
-        try:
-            return scan_image(source, progress=progress, platform=platform)
-        except ImageError as exc:
-            raise ProvError(str(exc)) from None
-
-
-def write_atomic(path: Path, text: str) -> None:
-    from provenance.cli.io import write_atomic as write
-
-    directory = path.parent if str(path.parent) else Path(".")
-    if not directory.is_dir():
-        raise ProvError(f"{directory}: directory does not exist")
-    write(path, text)
+        return scan_image(
+            source, progress=progress, platform=platform, verify_files=verify_files
+        )
 
 
 @app.command()
@@ -80,10 +70,12 @@ def pin(
     from importlib.metadata import version
 
     from lockfiles.image_lock import lock_from_facts
+    from provenance.model.atomic import write_atomic
 
-    scan = scan_with_progress(source, quiet=as_json, platform=platform)
+    scan = scan_with_progress(source, quiet=as_json, platform=platform, verify_files=True)
     facts = scan.facts()
-    text = lock_from_facts(facts, created_by=f"prov {version('prov-llm')}")
+    files = scan.file_checks()
+    text = lock_from_facts(facts, created_by=f"prov {version('prov-llm')}", files=files)
     write_atomic(out, text)
     image = facts["image"]
     summary = {
@@ -96,6 +88,7 @@ def pin(
         "config_digest": image["config_digest"],
         "layers": len(image["layers"]),
         "packages": len(scan.packages()),
+        "files": _files_summary(files or {}),
         "warnings": scan.warnings,
     }
     if as_json:
@@ -110,6 +103,11 @@ def pin(
         if summary.get(label) is not None:
             con.print(f"[bold]{label:>16}[/bold]  {summary[label]}")
     con.print(f"[bold]{'packages':>16}[/bold]  {summary['packages']}")
+    f = summary["files"]
+    con.print(
+        f"[bold]{'files':>16}[/bold]  {f['checked']} checked, {f['modified']} modified, "
+        f"{f['missing']} missing, {f['unclaimed']} unclaimed"
+    )
     if image["manifest_synthesized"]:
         con.print(
             "[yellow]         warning[/yellow]  manifest synthesized by docker save: its digest "
@@ -118,3 +116,11 @@ def pin(
     for w in scan.warnings:
         con.print(f"[yellow]         warning[/yellow]  {w}")
     con.print(f"[bold]{'written':>16}[/bold]  {out}")
+
+
+def _files_summary(files: dict[str, Any]) -> dict[str, int]:
+    """Totals over the per-package file checks."""
+    out = {"checked": sum(c.get("checked", 0) for c in files.values())}
+    for kind in ("modified", "missing", "unclaimed"):
+        out[kind] = sum(len(c.get(kind, [])) for c in files.values())
+    return out

@@ -13,7 +13,8 @@ from typing import Any
 
 import typer
 
-from provenance.cli.run_cmd import _default_out, _gate, _launcher, run_app
+from provenance.cli.gating import default_out, gate_check, launcher
+from provenance.cli.run_cmd import run_app
 from provenance.model.errors import ProvError
 
 DEFAULT_CONFIGS = ["transformers:attn=sdpa,dtype=float32", "transformers:kv_cache=int8",
@@ -96,28 +97,25 @@ def replay(
         vary = ["kv-cache-dtype"]  # what the default configurations vary, and nothing else
     config = config or DEFAULT_CONFIGS
     bundled = Path(api.EXAMPLES) / "file_agent.json"
+    ws = api.load_workstream(workstream or bundled)  # a WorkstreamError is a ProvError
     try:
-        ws = api.load_workstream(workstream or bundled)
         cfgs = [api.ReplayConfig.parse(c) for c in config]
-    except (api.WorkstreamError, api.EngineError) as exc:
+    except api.EngineError as exc:  # a plain Exception: workers raise it without prov
         raise ProvError(str(exc)) from exc
     if chat_template is not None and not chat_template.is_file():
         raise ProvError(f"{chat_template}: no such chat template file")
     if model is None:
         if workstream is not None:
             raise ProvError("--model is needed for a workstream other than the bundled example")
-        from runners.workstream.demo_model import ensure
-
-        model = ensure(Path(os.environ.get("PROV_REPLAY_MODEL") or DEMO_MODEL), bundled)
+        model = api.ensure_replay_model(
+            Path(os.environ.get("PROV_REPLAY_MODEL") or DEMO_MODEL), bundled)
     if not (model / "config.json").is_file() or not (model / "tokenizer.json").is_file():
         raise ProvError(f"{model}: not a model directory (config.json and tokenizer.json)")
-    out = out or _default_out("replay")
+    out = out or default_out("replay")
     work = workdir or out.parent / f".{out.name}.work"
     try:
-        res = api.run_replay(ws, model, cfgs, work, out, launcher=_launcher(standalone),
-                             check=_gate(vary, None, standalone), chat_template=chat_template)
-    except (api.TemplateError, api.WorkstreamError) as exc:
-        raise ProvError(str(exc)) from exc
+        res = api.run_replay(ws, model, cfgs, work, out, launcher=launcher(standalone),
+                             check=gate_check(vary, None, standalone), chat_template=chat_template)
     except (api.LaunchError, api.EngineError, api.DisclosureError) as exc:
         raise ProvError(str(exc), 3) from exc
     if as_json:

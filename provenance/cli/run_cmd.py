@@ -6,22 +6,18 @@ lazily inside the commands so `prov --help` stays light.
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
 import typer
 
 from provenance.cli import app
+from provenance.cli.gating import default_out, gate_check, launcher
 from provenance.model.errors import ProvError
 
 run_app = typer.Typer(help="Repeatability and divergence runs (transformers, vLLM).",
                       no_args_is_help=True)
 app.add_typer(run_app, name="run")
-
-
-def _default_out(kind: str) -> Path:
-    return Path("prov-results") / f"{kind}-{time.strftime('%Y%m%d-%H%M%S')}"
 
 
 def _prepare(model: Path, text: Path, max_tokens: int):
@@ -42,7 +38,7 @@ def _config(spec: str):
 
     try:
         return api.EngineConfig.parse(spec)
-    except api.EngineError as exc:
+    except api.EngineError as exc:  # a plain Exception: workers raise it without prov
         raise ProvError(str(exc)) from exc
 
 
@@ -116,11 +112,11 @@ def repeat(
         raise ProvError("--n must be at least 2")
     cfg = _config(engine)
     prep = _prepare(model, text, max_tokens)
-    out = out or _default_out("repeat")
+    out = out or default_out("repeat")
     work = workdir or out.parent / f".{out.name}.work"
     try:
         res = api.run_repeat(cfg, prep, n, work, out, block=block,
-                             launcher=_launcher(standalone), check=_gate([], None, standalone))
+                             launcher=launcher(standalone), check=gate_check([], None, standalone))
     except (api.LaunchError, api.EngineError, api.DisclosureError) as exc:
         raise ProvError(str(exc), 3) from exc
     if as_json:
@@ -156,11 +152,11 @@ def diverge(
 
     ref_cfg, cand_cfg = _config(ref), _config(cand)
     prep = _prepare(model, text, max_tokens)
-    out = out or _default_out("diverge")
+    out = out or default_out("diverge")
     work = workdir or out.parent / f".{out.name}.work"
     try:
-        res = api.run_diverge(ref_cfg, cand_cfg, prep, work, out, launcher=_launcher(standalone),
-                              gap=gap, check=_gate(vary, None, standalone))
+        res = api.run_diverge(ref_cfg, cand_cfg, prep, work, out, launcher=launcher(standalone),
+                              gap=gap, check=gate_check(vary, None, standalone))
     except (api.LaunchError, api.EngineError, api.DisclosureError, ValueError) as exc:
         raise ProvError(str(exc), 3) from exc
     if as_json:
@@ -170,61 +166,3 @@ def diverge(
         from provenance.report import sparkline_line
 
         console().print(sparkline_line(~res.arrays["agree"]), markup=False, highlight=False)
-
-
-def _launcher(standalone: bool = False, store=None):
-    from runners import api
-
-    if standalone:
-        return api.standalone
-    from runners.launch import supervised
-
-    return supervised(store=store)
-
-
-def _gate(vary: list[str], store=None, standalone: bool = False):
-    """The comparison gate over the two runs' manifests, before any figure is computed.
-
-    Refuses (exit 3, a table of every differing identity key) unless each difference is
-    covered by a --vary; a passing comparison is recorded in the store like `prov compare`.
-    """
-    if standalone:
-        return None
-
-    def check(ref, cand) -> dict[str, Any]:
-        from provenance import __version__
-        from provenance.cli.diff_cmd import render_changes
-        from provenance.cli.output import console
-        from provenance.gate import common_libraries, gate, load_config, with_loaded_libraries
-        from provenance.resolve import resolve
-        from provenance.store import open_store
-        from provenance.store.records import now_iso
-
-        st = store or open_store()
-        ra, rb = resolve(ref.run_id, st), resolve(cand.run_id, st)
-        la, lb = common_libraries(ra.run.record.get("loaded_libraries") or [],
-                                  rb.run.record.get("loaded_libraries") or [])
-        ma = with_loaded_libraries(ra.manifest, la)
-        mb = with_loaded_libraries(rb.manifest, lb)
-        config = load_config()
-        result = gate(ma, mb, list(vary), config)
-        doc = result.to_json()
-        if not result.ok:
-            err = console(stderr=True)
-            render_changes(f"REFUSED: {len(result.refused)} identity key(s) differ and no "
-                           "--vary covers them", result.refused, err)
-            keys = [c.key for c in result.refused]
-            shown = ", ".join(keys[:8]) + (f" (+{len(keys) - 8} more)" if len(keys) > 8 else "")
-            raise ProvError(
-                f"refused: runs {ref.run_id} and {cand.run_id} differ in {len(keys)} identity "
-                f"key(s) not covered by --vary {' '.join(vary) or '(none)'}: {shown}", 3)
-        record = {"a": ra.describe(), "b": rb.describe(), "vary": list(vary),
-                  "config": config.source, "created_at": now_iso(),
-                  "prov_version": __version__, **doc}
-        return {"gate": "passed", "comparison_record": st.put_comparison(record),
-                "vary": list(vary),
-                "varied_keys": {spec: sorted(v["keys"]) for spec, v in doc["varied"].items()},
-                "ignored_keys": sorted(doc["ignored"]), "identical": doc["identical"],
-                "loaded_libraries_compared": len(la)}
-
-    return check

@@ -91,65 +91,45 @@ KEY_LIBS = re.compile(
 )
 
 
-def _print_show(info, rec: dict, all_libs: bool = False) -> None:
+def _print_show(info, rec, all_libs: bool = False) -> None:
     from provenance.cli.output import plain_rows
 
     rows = [
         ("run", info.run_id),
         ("state", info.state),
-        ("command", " ".join(rec.get("command", []))),
-        ("cwd", rec.get("cwd", "")),
-        ("started", rec.get("started_at", "")),
+        ("command", " ".join(rec.command)),
+        ("cwd", rec.cwd or ""),
+        ("started", rec.started_at),
     ]
-    if rec.get("name"):
-        rows.insert(1, ("name", rec["name"]))
-    if rec.get("ended_at"):
-        rows.append(("ended", f"{rec['ended_at']}  ({rec.get('duration_s', 0):.3f} s)"))
-    if rec.get("exit_status") is not None:
-        sig = f"  ({rec['signal']})" if rec.get("signal") else ""
-        rows.append(("exit", f"{rec['exit_status']}{sig}"))
-    if rec.get("error"):
-        rows.append(("error", rec["error"]))
-    rows.append(("manifest", f"{rec.get('manifest_digest')}  (object {rec.get('manifest')})"))
-    rows.append(("snapshot", f"cache {rec.get('snapshot', {}).get('cache', '?')}"))
-    git = rec.get("git", {})
-    if git.get("repository"):
-        dirty = " dirty" if git.get("dirty") else ""
-        rows.append(("git", f"{git.get('root')}  {git.get('branch')} {git.get('head')}{dirty}"))
-        if git.get("diff"):
-            rows.append(("git diff", f"{git['diff']}  ({git.get('diff_size', 0)} bytes)"))
-        if git.get("untracked"):
-            rows.append(("untracked", f"{len(git['untracked'])} file(s)"))
-    else:
-        rows.append(("git", git.get("error", "not a git repository")))
-    for k, v in sorted((rec.get("tags") or {}).items()):
+    if rec.name:
+        rows.insert(1, ("name", rec.name))
+    if rec.ended_at:
+        rows.append(("ended", f"{rec.ended_at}  ({rec.duration_s or 0:.3f} s)"))
+    if rec.exit_status is not None:
+        sig = f"  ({rec.signal})" if rec.signal else ""
+        rows.append(("exit", f"{rec.exit_status}{sig}"))
+    if rec.error:
+        rows.append(("error", rec.error))
+    # a started run's manifest is its snapshot
+    rows.append(("manifest", f"{rec.manifest_digest}  (object {rec.run_manifest_object})"))
+    rows.append(("snapshot", f"cache {(rec.snapshot or {}).get('cache', '?')}"))
+    rows += _git_rows(rec.git or {})
+    for k, v in sorted((rec.tags or {}).items()):
         rows.append(("tag", f"{k}={v}"))
-    for k, v in sorted((rec.get("params") or {}).items()):
+    for k, v in sorted((rec.params or {}).items()):
         rows.append(("param", f"{k}={v}"))
-    for label, log in sorted((rec.get("logs") or {}).items()):
+    for label, log in sorted((rec.logs or {}).items()):
         rows.append((label, f"{log['digest']}  ({log['size']} bytes)"))
-    for path, out in sorted((rec.get("outputs") or {}).items()):
+    for path, out in sorted((rec.outputs or {}).items()):
         rows.append(("output", f"{path}  {out.get('type')}  {out.get('digest', '')}"))
-    for path, f in sorted((rec.get("run_dir") or {}).items()):
+    for path, f in sorted((rec.run_dir or {}).items()):
         rows.append(("run file", f"{path}  {f.get('digest', '')}"))
     from provenance.exec.probe.show import engine_rows
 
-    rows += engine_rows(rec.get("facts") or {})  # what the in-process probe saw
-    libs = rec.get("loaded_libraries") or []
-    if libs:
-        shown = libs if all_libs else [lib for lib in libs if KEY_LIBS.search(lib["name"])]
-        more = "" if all_libs else "; the numerics-relevant ones below (--libs: all)"
-        rows.append(("libs", f"{len(libs)} shared libraries loaded{more}"))
-        for lib in shown:
-            rows.append(("", f"{lib['path']}  {lib.get('sha256')}"))
-    drift = rec.get("drift") or {}
-    if drift.get("detected"):
-        rows.append(("drift", f"{drift.get('changes_total')} identity key(s) changed during run"))
-        for c in drift.get("changes", [])[:20]:
-            rows.append(("", f"{c['change']} {c['key']}: {c.get('a')} -> {c.get('b')}"))
-    elif drift.get("checked"):
-        rows.append(("drift", "none"))
-    res = rec.get("resources") or {}
+    rows += engine_rows(rec.facts or {})  # what the in-process probe saw
+    rows += _library_rows(rec.loaded_libraries or [], all_libs)
+    rows += _drift_rows(rec.drift or {})
+    res = rec.resources or {}
     if res:
         rows.append(
             (
@@ -158,9 +138,40 @@ def _print_show(info, rec: dict, all_libs: bool = False) -> None:
                 f"({res.get('prov_cpu_while_running_s')} s while the command ran)",
             )
         )
-    for w in rec.get("warnings", []):
+    for w in rec.warnings or []:
         rows.append(("warning", w))
     plain_rows(rows)
+
+
+def _git_rows(git: dict) -> list[tuple[str, str]]:
+    if not git.get("repository"):
+        return [("git", git.get("error", "not a git repository"))]
+    dirty = " dirty" if git.get("dirty") else ""
+    rows = [("git", f"{git.get('root')}  {git.get('branch')} {git.get('head')}{dirty}")]
+    if git.get("diff"):
+        rows.append(("git diff", f"{git['diff']}  ({git.get('diff_size', 0)} bytes)"))
+    if git.get("untracked"):
+        rows.append(("untracked", f"{len(git['untracked'])} file(s)"))
+    return rows
+
+
+def _library_rows(libs: list, all_libs: bool) -> list[tuple[str, str]]:
+    if not libs:
+        return []
+    shown = libs if all_libs else [lib for lib in libs if KEY_LIBS.search(lib["name"])]
+    more = "" if all_libs else "; the numerics-relevant ones below (--libs: all)"
+    rows = [("libs", f"{len(libs)} shared libraries loaded{more}")]
+    rows += [("", f"{lib['path']}  {lib.get('sha256')}") for lib in shown]
+    return rows
+
+
+def _drift_rows(drift: dict) -> list[tuple[str, str]]:
+    if drift.get("detected"):
+        rows = [("drift", f"{drift.get('changes_total')} identity key(s) changed during run")]
+        for c in drift.get("changes", [])[:20]:
+            rows.append(("", f"{c['change']} {c['key']}: {c.get('a')} -> {c.get('b')}"))
+        return rows
+    return [("drift", "none")] if drift.get("checked") else []
 
 
 @app.command()
@@ -185,12 +196,12 @@ def show(
     rec = info.record
     if cat is not None:
         digest = None
-        if cat in (rec.get("logs") or {}):
-            digest = rec["logs"][cat]["digest"]
+        if cat in (rec.logs or {}):
+            digest = rec.log_digest(cat)
         elif cat == "git.diff":
-            digest = (rec.get("git") or {}).get("diff")
-        elif cat in (rec.get("run_dir") or {}):
-            digest = rec["run_dir"][cat].get("digest")
+            digest = (rec.git or {}).get("diff")
+        elif cat in (rec.run_dir or {}):
+            digest = rec.run_dir[cat].get("digest")
         if not digest:
             raise ProvError(f"run {info.run_id} has no stored {cat!r}")
         for chunk in store.objects.open_verified(store.resolve_object(digest)):
@@ -198,6 +209,6 @@ def show(
         sys.stdout.flush()
         return
     if as_json:
-        print_json({**rec, "state": info.state, "record": info.record_digest})
+        print_json({**rec.to_doc(), "state": info.state, "record": info.record_digest})
         return
     _print_show(info, rec, all_libs=libs)

@@ -31,7 +31,7 @@ def sbom(
     if out is None:
         sys.stdout.write(text)
         return
-    from provenance.cli.io import write_atomic
+    from provenance.model.atomic import write_atomic
 
     write_atomic(out, text)
     print(f"wrote {out} ({fmt}, {subject.kind}: {subject.label})", file=sys.stderr)

@@ -60,9 +60,9 @@ def identity(
             raise ProvError(f"--only: unknown row(s): {', '.join(sorted(unknown))}")
         rows = [r for r in rows if r.name in wanted]
     if model is None:
-        from runners.demo.build import ensure
+        from runners import api
 
-        model = ensure(CACHE / "demo-model", steps=120)
+        model = api.ensure_demo_model(CACHE / "demo-model", steps=120)
     if alt_python is None and any(r.special == "alt-python" for r in rows):
         alt_python = _alt_python(con)
     elif alt_python == "none":
@@ -106,10 +106,7 @@ def _cuda_devices() -> int:
 
 
 def _write(path: Path, text: str) -> None:
+    from provenance.model.atomic import write_atomic
+
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    with os.fdopen(fd, "w") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    write_atomic(path, text)

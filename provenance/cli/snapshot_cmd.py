@@ -1,89 +1,16 @@
-"""`prov snapshot`: collect the current environment's manifest."""
+"""`prov snapshot`: collect the current environment's manifest (typer face of
+`provenance.cli.snapshot_run`)."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
-from typing import Any
 
 import typer
 
 from provenance.cli import app
-from provenance.model.errors import ProvError
+from provenance.cli.snapshot_run import run_snapshot, summary_lines
 
-
-def summary_lines(facts: dict[str, Any], digest: str) -> list[tuple[str, str]]:
-    """(label, text) rows for the human summary."""
-    rows: list[tuple[str, str]] = []
-    py = facts.get("python")
-    if isinstance(py, dict):
-        rows.append(
-            (
-                "python",
-                f"{py.get('implementation')} {py.get('version')}  "
-                f"{len(py.get('packages', {}))} packages  ({py.get('executable')})",
-            )
-        )
-    else:
-        rows.append(("python", str(py)))
-    os_ = facts.get("os")
-    if isinstance(os_, dict):
-        rel = os_.get("release")
-        name = rel.get("pretty_name", "?") if isinstance(rel, dict) else str(rel)
-        kinds = [f"{len(os_[k])} {k}" for k in ("dpkg", "apk") if isinstance(os_.get(k), dict)]
-        libc = os_.get("libc", {})
-        rows.append(
-            (
-                "os",
-                f"{name}  {libc.get('name', '')} {libc.get('version', '')}  "
-                + ("  ".join(kinds) or "no package database"),
-            )
-        )
-    cpu = facts.get("cpu")
-    if isinstance(cpu, dict):
-        rows.append(
-            (
-                "cpu",
-                f"{cpu.get('model')}  {cpu.get('cores_available')} cores  "
-                f"{len(cpu.get('isa_flags', []))} ISA flags",
-            )
-        )
-    gpu = facts.get("gpu")
-    if isinstance(gpu, dict):
-        devices = gpu.get("devices", {})
-        if devices:
-            names = sorted({str(d.get("name")) for d in devices.values()})
-            rows.append(
-                (
-                    "gpu",
-                    f"{gpu.get('count')} x {', '.join(names)}  driver {gpu.get('driver')}  "
-                    f"CUDA {gpu.get('cuda_driver')}",
-                )
-            )
-        else:
-            rows.append(("gpu", f"none ({gpu.get('driver')})"))
-    else:
-        rows.append(("gpu", str(gpu)))
-    torch = facts.get("torch")
-    if isinstance(torch, dict) and torch.get("version"):
-        rows.append(
-            (
-                "torch",
-                f"{torch.get('version')}  CUDA {torch.get('cuda_runtime')}  "
-                f"cuDNN {torch.get('cudnn')}  CPU {torch.get('cpu_capability')}",
-            )
-        )
-    eng = facts.get("engines")
-    if isinstance(eng, dict) and eng:
-        rows.append(
-            ("engines", "  ".join(f"{k} {v.get('version')}" for k, v in sorted(eng.items())))
-        )
-    env = facts.get("env")
-    if isinstance(env, dict):
-        redacted = sum(1 for v in env.values() if v == "<redacted>")
-        rows.append(("env", f"{len(env)} relevant variables ({redacted} redacted)"))
-    rows.append(("digest", digest))
-    return rows
+__all__ = ["snapshot", "summary_lines"]
 
 
 @app.command()
@@ -105,62 +32,4 @@ def snapshot(
     ),
 ) -> None:
     """Snapshot this environment: Python, OS packages, CPU, GPU, torch, engines, env vars."""
-    if fmt not in ("toml", "json"):
-        raise ProvError(f"--format must be toml or json, not {fmt!r}")
-    if out is not None and out.parent and not out.parent.exists():
-        raise ProvError(f"{out.parent}: directory does not exist")
-    if image is not None:
-        _snapshot_image(image, out, fmt, as_json)
-        return
-    from provenance.snapshot import SnapshotOptions, take_snapshot
-
-    manifest, warnings = take_snapshot(SnapshotOptions(python=python, verify_files=verify_files))
-    digest = manifest.digest()
-    stored = None
-    text = manifest.to_json() if as_json or out is None else None
-    if out is not None:
-        manifest.write(out, fmt)
-    else:  # kept in the run store, so `prov diff`/`prov compare` can name it by digest
-        from provenance.store import open_store
-
-        stored = open_store().put_manifest(manifest, text=text, digest=digest)
-    if as_json:
-        sys.stdout.write(text)
-    from provenance.cli.output import plain_rows
-
-    rows = summary_lines(manifest.facts, digest)
-    rows += [("warning", w) for w in warnings]
-    if out is not None:
-        rows.append(("written", str(out)))
-    if stored is not None:
-        rows.append(("stored", stored))
-    plain_rows(rows, sys.stderr if as_json else sys.stdout)
-
-
-def _snapshot_image(source: str, out: Path | None, fmt: str, as_json: bool) -> None:
-    """`--image`: the image's manifest (image, os, python, cuda sections)."""
-    from provenance.cli.output import plain_rows
-    from provenance.cli.pin_cmd import scan_with_progress
-    from provenance.model import Manifest
-
-    scan = scan_with_progress(source, quiet=as_json)
-    manifest = Manifest(scan.facts())
-    if out is not None:
-        manifest.write(out, fmt)
-    if as_json:
-        sys.stdout.write(manifest.to_json())
-    img = manifest.facts["image"]
-    rel = scan.os.get("release")
-    name = rel.get("pretty_name", "?") if isinstance(rel, dict) else str(rel)
-    rows = [
-        ("image", f"{img.get('reference') or source}  {img['platform']}"),
-        ("config", img["config_digest"]),
-        ("layers", str(len(img["layers"]))),
-        ("os", f"{name}  {len(scan.os.get('dpkg', {}))} dpkg"),
-        ("python", f"{len(scan.python['packages'])} packages"),
-        ("digest", manifest.digest()),
-    ]
-    rows += [("warning", w) for w in scan.warnings]
-    if out is not None:
-        rows.append(("written", str(out)))
-    plain_rows(rows, sys.stderr if as_json else sys.stdout)
+    run_snapshot(out, fmt, as_json, python, verify_files, image)

@@ -140,12 +140,9 @@ def sweep(
     """
     from provenance.cli.output import console, print_json
     from provenance.store import open_store
-    from runners.sweep import LocalExecutor, SpecError, load_spec, ray_executor, run_sweep
+    from runners import api
 
-    try:
-        sp = load_spec(spec)
-    except SpecError as exc:
-        raise ProvError(str(exc), 2) from None
+    sp = api.load_spec(spec)  # a SpecError is a ProvError (exit 2)
     if not (sp.model / "config.json").is_file():
         raise ProvError(f"{sp.model}: not a model directory (no config.json)", 2)
     if not sp.text.is_file():
@@ -154,19 +151,19 @@ def sweep(
     con = console(stderr=as_json)
     if ray:
         try:
-            executor = ray_executor(ray)
-        except SpecError as exc:
-            raise ProvError(str(exc), 2) from None
+            executor = api.ray_executor(ray)
+        except api.SpecError:
+            raise
         except Exception as exc:  # ray's own connection errors
             raise ProvError(f"--ray {ray}: cannot connect ({type(exc).__name__}: "
                             f"{str(exc)[:300]})") from None
     else:
-        executor = LocalExecutor(str(store.root))
+        executor = api.LocalExecutor(str(store.root))
     progress = CellProgress(con, live=con.is_terminal and not as_json)
     try:
         # Ray's driver prints worker deaths etc. on sys.stdout: keep stdout for the result
         with progress, contextlib.redirect_stdout(sys.stderr):
-            outcome = run_sweep(sp, store, executor, progress.event, resume=not fresh)
+            outcome = api.run_sweep(sp, store, executor, progress.event, resume=not fresh)
     except (OSError, ValueError) as exc:
         raise ProvError(str(exc)) from None
     finally:

@@ -1,8 +1,10 @@
 """`prov verify`: a bundle against its signature, or an image/environment against a lock.
 
-The command only dispatches; each room owns its own verification:
-- `--lock FILE [SOURCE]`: `lockfiles` (image locks and environment locks);
-- `BUNDLE` (a directory, .tar.gz or registry reference): `provenance.publish`.
+The command dispatches and renders; each room owns its own verification:
+- `--lock FILE [SOURCE]`: `lockfiles` (environment locks: `lock_cmd`; image locks:
+  `verify_image`);
+- `BUNDLE` (a directory, .tar.gz or registry reference): `provenance.publish`, whose report
+  is printed here step by step.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from pathlib import Path
 import typer
 
 from provenance.cli import app
-from provenance.model.errors import ProvError
+from provenance.model.errors import EXIT_DIFFERS, EXIT_OK, ProvError
 
 
 @app.command()
@@ -35,11 +37,44 @@ def verify(
 
             code = verify_environment_command(lock, image or target, as_json, python=python)
             raise typer.Exit(code)
-        from lockfiles.verify_command import verify_lock_command
+        from provenance.cli.verify_image import verify_image_lock
 
-        raise typer.Exit(verify_lock_command(lock, source=image or target, as_json=as_json))
+        raise typer.Exit(verify_image_lock(lock, source=image or target, as_json=as_json))
     if target is None:
         raise ProvError("nothing to verify: give a BUNDLE, or --lock FILE")
-    from provenance.publish.verify_command import verify_bundle_command
+    from provenance.publish.remote import verify_target
 
-    raise typer.Exit(verify_bundle_command(target, key=key, as_json=as_json))
+    report = verify_target(target, key)
+    if as_json:
+        from provenance.cli.output import print_json
+
+        print_json(report.to_json())
+    else:
+        _print_steps(report)
+    raise typer.Exit(EXIT_DIFFERS if report.failed else EXIT_OK)
+
+
+def _print_steps(report) -> None:
+    """Each numbered step with its verdict, the KL disclosure cards, then the outcome."""
+    import json
+
+    from provenance.cli.output import console
+    from provenance.publish.verify import FAIL, PASS, SKIP, WARN
+
+    out = console()
+    marks = {PASS: "[green]pass[/]", FAIL: "[red bold]FAIL[/]", WARN: "[yellow]warn[/]",
+             SKIP: "[dim]skipped[/]"}
+    for step in report.steps:
+        out.print(f"{step.number}. {step.name}: {marks[step.verdict]}")
+        for line in step.details:
+            out.print(f"     {line}", markup=False)
+    for name, card in report.cards.items():
+        out.print(f"KL disclosure for {name}:")
+        out.print(json.dumps(card, indent=2, sort_keys=True), markup=False)
+    failed = report.failed
+    if failed:
+        out.print(f"[red bold]verification FAILED at step {failed.number} ({failed.name})[/]")
+    else:
+        signed = report.steps[1].verdict == PASS
+        out.print("[green]bundle verified[/]" + ("" if signed else
+                  " (contents only: signature not checked or bundle unsigned)"))

@@ -7,8 +7,7 @@ import platform
 from pathlib import Path
 from typing import Any
 
-from containers.catalogers import parse_os_release, parse_status
-from containers.catalogers.dpkg import parse_status_d_entry
+from containers.catalogers import parse_os_release, parse_status, parse_status_d_entry
 
 
 def _libc() -> dict[str, str]:

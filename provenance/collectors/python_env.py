@@ -2,37 +2,39 @@
 
 Standard library only, and Python 3.8-compatible, because `prov snapshot --python PATH` runs
 this module inside the interpreter being inspected (`python -c ... main()`), which need not
-have prov's dependencies. Versions come from the installed metadata (importlib.metadata),
-as `pip list` reads them, never from import-time `__version__` strings.
+have prov's dependencies. Versions come from the installed metadata, found on sys.path as
+importlib.metadata (and so `pip list`) finds it, never from import-time `__version__` strings.
 """
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
 import os
 import platform
-import re
 import sys
 import sysconfig
-from importlib import metadata
+import time
 from pathlib import Path
 
-from containers.catalogers.python_dist import (
+from containers.catalogers import (
     NO_RECORD,
+    checked_rows,
     content_fingerprint,
     normalize_name,
 )
-from containers.catalogers.python_dist import headers as _headers
-from containers.catalogers.python_dist import record_rows as _record_rows
+from containers.catalogers import headers as _headers
+from containers.catalogers import record_rows as _record_rows
 
-try:
-    from provenance.model.redact import strip_url_credentials
-except ImportError:  # pragma: no cover - only when run without prov on sys.path
 
-    def strip_url_credentials(text):  # type: ignore[no-redef]
-        return re.sub(r"://[^/@\s]+@", "://<redacted>@", text)
+def strip_url_credentials(text: str) -> str:
+    """prov's redaction of URL credentials, imported only for text that could hold one
+    (userinfo needs `@`, a secret query parameter `=`): most sys.path entries cannot."""
+    if "@" not in text and "=" not in text:
+        return text
+    from provenance.model.redact import strip_url_credentials as strip
+
+    return strip(text)
 
 
 def interpreter() -> dict:
@@ -56,13 +58,36 @@ def interpreter() -> dict:
     return facts
 
 
-def _dist_dir(dist) -> Path | None:
-    path = getattr(dist, "_path", None)
-    return Path(path) if path is not None else None
+def metadata_dirs(paths: list):
+    """Each `*.dist-info` / `*.egg-info` (and an `.egg`'s EGG-INFO) on `paths`, in the order
+    importlib.metadata's path finder yields them, without importing importlib.metadata
+    (it pulls in email, zipfile and csv: tens of ms in every foreign interpreter).
+    Zip archives on sys.path are not searched (no installer puts distributions there)."""
+    for entry in paths:
+        try:
+            with os.scandir(entry) as it:
+                children = [child.name for child in it]
+        except OSError:  # missing, not a directory, or a zip archive
+            continue
+        is_egg = entry.endswith(".egg")
+        for child in children:
+            low = child.lower()
+            if low.endswith((".dist-info", ".egg-info")) or (is_egg and low == "egg-info"):
+                yield Path(entry) / child
 
 
-def _direct_url(dist) -> dict | None:
-    text = dist.read_text("direct_url.json")
+def _read_text(where: Path, name: str) -> str | None:
+    """A metadata file of a distribution; an `.egg-info` that is a file is its own PKG-INFO."""
+    target = where / name if name else where
+    try:
+        with open(target, encoding="utf-8", errors="replace") as fh:
+            return fh.read()
+    except OSError:  # absent, a directory, unreadable: as importlib.metadata's read_text
+        return None
+
+
+def _direct_url(where: Path) -> dict | None:
+    text = _read_text(where, "direct_url.json")
     if not text:
         return None
     try:
@@ -90,12 +115,121 @@ def _direct_url(dist) -> dict | None:
     return out
 
 
-def distributions(paths: list, warnings: list, keep_rows: dict | None = None) -> dict:
+class FingerprintCache:
+    """RECORD facts (record_sha256, fingerprint) of each distribution, keyed by the RECORD
+    file's (st_dev, st_ino, st_size, st_mtime_ns): both facts are functions of RECORD's bytes
+    alone, and any installer that rewrites RECORD changes that stat. Kept beside the snapshot
+    cache, one file per interpreter, sys.path and collector code version. A RECORD modified
+    within the last two seconds is not cached (its mtime could repeat after an edit: git's
+    "racily clean").
+    `--verify-files` never uses it: it needs the rows and re-hashes every file anyway.
+    """
+
+    RACY_NS = 2_000_000_000
+    VERSION = 1
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self.entries: dict = {}
+        self.seen: set = set()  # entries of distributions still installed: the ones kept
+        self.changed = False
+        if path is not None:
+            try:
+                data = json.loads(path.read_text(encoding="utf-8"))
+                if isinstance(data, dict) and data.get("version") == self.VERSION:
+                    self.entries = data.get("entries", {})
+            except (OSError, ValueError):
+                pass
+
+    @staticmethod
+    def default_path(paths: list) -> Path:
+        base = os.environ.get("PROV_CACHE_DIR") or os.path.join(
+            os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "prov"
+        )
+        code = [_stamp(__file__), _stamp(_python_dist_file())]
+        key = json.dumps([sys.executable, sys.prefix, sys.version, code, paths])
+        name = "fingerprints-" + hashlib.sha256(key.encode()).hexdigest()[:24] + ".json"
+        return Path(base) / "snapshots" / name
+
+    def get(self, record: Path, st: os.stat_result) -> dict | None:
+        self.seen.add(str(record))
+        hit = self.entries.get(str(record))
+        if hit and hit[0] == [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns]:
+            return {"record_sha256": hit[1], "fingerprint": hit[2]}
+        return None
+
+    def put(self, record: Path, st: os.stat_result, facts: dict) -> None:
+        self.seen.add(str(record))
+        if st.st_mtime_ns > time.time_ns() - self.RACY_NS:
+            return
+        stamp = [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns]
+        self.entries[str(record)] = [stamp, facts["record_sha256"], facts["fingerprint"]]
+        self.changed = True
+
+    def save(self) -> None:
+        gone = set(self.entries) - self.seen
+        for key in gone:
+            del self.entries[key]
+        if not (self.changed or gone) or self.path is None:
+            return
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+            tmp.write_text(json.dumps({"version": self.VERSION, "entries": self.entries}))
+            os.replace(str(tmp), str(self.path))
+        except OSError:
+            pass  # an unwritable cache only costs speed
+
+
+def _stamp(path: str) -> list:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return []
+    return [st.st_mtime_ns, st.st_size]
+
+
+def _python_dist_file() -> str:
+    """The fingerprint code's own file (its changes invalidate the cache)."""
+    return sys.modules[content_fingerprint.__module__].__file__ or ""
+
+
+def _record_facts(where: Path, keep: bool, cache: FingerprintCache | None, warnings: list,
+                  label: str):
+    """(facts, rows): RECORD's sha256 and fingerprint, from the cache when still valid;
+    rows only when `keep` (for --verify-files). (None, None) without a readable RECORD."""
+    record = where / "RECORD"
+    try:
+        st = record.stat()
+    except OSError:
+        warnings.append(f"python: {label} has no readable RECORD")
+        return None, None
+    if cache is not None and not keep:
+        hit = cache.get(record, st)
+        if hit is not None:
+            return hit, None
+    try:
+        data = record.read_bytes()
+    except OSError:
+        warnings.append(f"python: {label} has no readable RECORD")
+        return None, None
+    rows = _record_rows(data.decode("utf-8", "replace"))
+    facts = {
+        "record_sha256": "sha256:" + hashlib.sha256(data).hexdigest(),
+        "fingerprint": content_fingerprint(rows),
+    }
+    if cache is not None:
+        cache.put(record, st, facts)
+    return facts, rows if keep else None
+
+
+def distributions(paths: list, warnings: list, keep_rows: dict | None = None,
+                  cache: FingerprintCache | None = None) -> dict:
     """Every distribution on `paths`, keyed by normalised name; the first on the path wins."""
     packages: dict = {}
-    for dist in metadata.distributions(path=paths):
-        where = _dist_dir(dist)
-        text = dist.read_text("METADATA") or dist.read_text("PKG-INFO")
+    for where in metadata_dirs(paths):
+        text = (_read_text(where, "METADATA") or _read_text(where, "PKG-INFO")
+                or _read_text(where, ""))
         if not text:
             warnings.append(f"python: broken distribution at {where}: no METADATA, skipped")
             continue
@@ -106,27 +240,23 @@ def distributions(paths: list, warnings: list, keep_rows: dict | None = None) ->
             )
             continue
         name = normalize_name(headers["Name"])
-        location = str(where.parent) if where else ""
+        location = str(where.parent)
         if name in packages:
             packages[name].setdefault("shadowed", []).append(location)
             continue
         entry = {"name": headers["Name"], "version": headers["Version"], "location": location}
-        installer = (dist.read_text("INSTALLER") or "").strip()
+        installer = (_read_text(where, "INSTALLER") or "").strip()
         if installer:
             entry["installer"] = installer
-        direct = _direct_url(dist)
+        direct = _direct_url(where)
         if direct:
             entry["direct_url"] = direct
-        record_bytes = None
-        if where is not None and where.suffix == ".dist-info":
-            try:
-                record_bytes = (where / "RECORD").read_bytes()
-            except OSError:
-                warnings.append(f"python: {headers['Name']} has no readable RECORD")
-        if record_bytes is not None:
-            rows = _record_rows(record_bytes.decode("utf-8", "replace"))
-            entry["record_sha256"] = "sha256:" + hashlib.sha256(record_bytes).hexdigest()
-            entry["fingerprint"] = content_fingerprint(rows)
+        facts = rows = None
+        if where.suffix == ".dist-info":
+            keep = keep_rows is not None
+            facts, rows = _record_facts(where, keep, cache, warnings, headers["Name"])
+        if facts is not None:
+            entry.update(facts)
             if keep_rows is not None:
                 keep_rows[name] = (location, rows)
         else:
@@ -136,6 +266,8 @@ def distributions(paths: list, warnings: list, keep_rows: dict | None = None) ->
 
 
 def _hash_file(path: str, algo: str) -> str | None:
+    import base64
+
     try:
         h = hashlib.new(algo)
         with open(path, "rb") as fh:
@@ -157,13 +289,11 @@ def verify_files(rows_by_package: dict, workers: int | None = None) -> tuple[dic
     """
     jobs = []
     for name, (location, rows) in rows_by_package.items():
-        for row in rows:
-            if len(row) < 2 or "=" not in row[1]:
+        for rel, digest in checked_rows(rows).items():  # the installers' rule for duplicates
+            if "=" not in digest:
                 continue
-            algo, _, expected = row[1].partition("=")
-            jobs.append(
-                (name, os.path.normpath(os.path.join(location, row[0])), row[0], algo, expected)
-            )
+            algo, _, expected = digest.partition("=")
+            jobs.append((name, os.path.normpath(os.path.join(location, rel)), rel, algo, expected))
     from concurrent.futures import ThreadPoolExecutor  # only needed with --verify-files
 
     workers = workers or min(32, (os.cpu_count() or 1) * 4)
@@ -181,12 +311,14 @@ def verify_files(rows_by_package: dict, workers: int | None = None) -> tuple[dic
     return problems, len(jobs)
 
 
-def collect(paths: list | None = None, verify: bool = False) -> dict:
+def collect(paths: list | None = None, verify: bool = False, use_cache: bool = True) -> dict:
     """The `python` section plus `warnings` and collector stats, as plain JSON data."""
     warnings: list = []
     paths = list(sys.path if paths is None else paths)
     rows: dict | None = {} if verify else None
-    packages = distributions(paths, warnings, keep_rows=rows)
+    cache = FingerprintCache(FingerprintCache.default_path(paths) if use_cache else None)
+    packages = distributions(paths, warnings, keep_rows=rows, cache=cache)
+    cache.save()
     section = interpreter()
     section["sys_path"] = [strip_url_credentials(p) for p in paths if p]
     stats = {"packages": len(packages)}

@@ -19,6 +19,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from provenance.model.atomic import write_atomic
+
 PROBE = r"""
 import json, sys
 out = {}
@@ -145,9 +147,7 @@ def collect(
     if torch_fingerprint:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(json.dumps(section))
-            os.replace(tmp, path)
+            write_atomic(path, json.dumps(section))
         except OSError as exc:
             warnings.append(f"torch: cannot write probe cache: {exc.strerror}")
     section["cache"] = "miss"

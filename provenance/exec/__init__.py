@@ -1,0 +1,27 @@
+"""`prov exec`: run a command as a recorded run.
+
+The public surface (everything else in this package is internal):
+
+- `run_supervised(argv, *, name, outputs, tags, params, env_extra, store, stream, cwd,
+  sample_libraries) -> RunResult`: snapshot, record a started run, run the command in its
+  own process group (signals forwarded, exit status passed through), stream its logs into
+  the store, sample its loaded libraries, hash declared outputs, check for drift, and write
+  the final record. `RunResult` holds the run id, exit status, record digest and record.
+- `environment_digest(python=None) -> str`: the identity digest of the environment a
+  command would run in, as `prov exec` snapshots it (sweeps reuse a cell only there).
+- `FACTS_FILE`: the file under `$PROV_RUN_DIR` whose top-level sections join the run's
+  manifest (workloads write it with `runners.runfacts.add_run_facts`, stdlib only).
+
+The modules, one job each: environment (interpreter, snapshot, git, the command's env),
+record (the started/failed records, resources), process (process group, terminal,
+signals), tee (stdout/stderr into the store), watch (the loop: pump, sample, reap),
+libraries (/proc/<pid>/maps sampling and file hashing), outputs (declared outputs and the
+run dir), facts (facts.json), drift, supervise (the orchestration). The run's manifest is
+built by `provenance.store.manifests.run_manifest`, the one rule every reader shares.
+"""
+
+from provenance.exec.environment import environment_digest
+from provenance.exec.facts import FACTS_FILE
+from provenance.exec.supervise import RunResult, run_supervised
+
+__all__ = ["FACTS_FILE", "RunResult", "environment_digest", "run_supervised"]

@@ -135,8 +135,10 @@ def _classify_parts(parts: tuple[str, ...]) -> LeafKind:
     rows = _BY_SECTION.get(parts[0]) if parts else None
     if rows is None:
         rows = _BY_SECTION[parts[0] if parts else ""] = _rows_for(parts[0] if parts else "")
+    n = len(parts)
     for pattern, kind in rows:
-        if matches(pattern, parts):
+        # a pattern without `**` names keys of its own length only: skip the matcher
+        if (len(pattern) == n or "**" in pattern) and matches(pattern, parts):
             return kind
     return LeafKind.IDENTITY
 

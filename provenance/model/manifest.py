@@ -150,7 +150,7 @@ class Manifest:
 
     # -- serialisation ----------------------------------------------------------
     def to_json(self) -> str:
-        return json.dumps(self.document(), sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+        return document_json(self.document())
 
     def to_toml(self) -> str:
         from provenance.model.toml_writer import dumps
@@ -158,7 +158,9 @@ class Manifest:
         return dumps(self.document(), first_keys=("schema_version", "kind", "digest"))
 
     def write(self, path: Path, fmt: str = "toml") -> None:
-        atomic_write_text(path, self.to_toml() if fmt == "toml" else self.to_json())
+        from provenance.model.atomic import write_atomic
+
+        write_atomic(path, self.to_toml() if fmt == "toml" else self.to_json())
 
     @classmethod
     def from_document(cls, doc: Any, origin: str = "manifest", verify: bool = True) -> Manifest:
@@ -216,22 +218,14 @@ class Manifest:
         return cls.loads(text, origin=str(path), verify=verify)
 
 
-def atomic_write_text(path: str | Path, text: str) -> None:
-    from provenance.model.atomic import write_atomic
-
-    write_atomic(path, text)
+def document_json(doc: dict[str, Any]) -> str:
+    """A manifest document as JSON text (the form stored and written by `prov snapshot`)."""
+    return json.dumps(doc, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
 
 
 def _parse_toml(text: str, origin: str) -> dict[str, Any]:
-    try:
-        import tomllib
-    except ModuleNotFoundError:  # Python 3.10
-        import tomlkit
+    import tomllib
 
-        try:
-            return tomlkit.parse(text).unwrap()
-        except Exception as exc:  # tomlkit raises several unrelated types
-            raise ManifestError(f"{origin}: corrupted manifest: invalid TOML ({exc})") from None
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import gzip
 import io
-import os
 import tarfile
 from pathlib import Path
 
+from provenance.model.atomic import write_atomic
 from provenance.model.errors import ProvError
 
 
@@ -33,16 +33,7 @@ def write_tar_gz(src: Path, out: Path) -> None:
     raw = io.BytesIO()
     with gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, filename="") as gz:
         gz.write(buf.getvalue())
-    tmp = out.with_name(f".{out.name}.tmp{os.getpid()}")
-    try:
-        with open(tmp, "wb") as fh:
-            fh.write(raw.getvalue())
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, out)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    write_atomic(out, raw.getvalue())
 
 
 def extract_tar_gz(archive: Path, dest: Path) -> None:

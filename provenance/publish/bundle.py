@@ -19,6 +19,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from provenance.model.atomic import replace_dir
 from provenance.model.errors import ProvError
 from provenance.publish import kl
 from provenance.publish.archive import is_archive, write_tar_gz
@@ -141,9 +142,7 @@ def publish(
         if is_archive(out):
             write_tar_gz(tree, out)
         else:
-            if out.exists():
-                shutil.rmtree(out) if out.is_dir() else out.unlink()
-            tree.rename(out)
+            replace_dir(tree, out)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return Published(out, private is not None, key_id, len(subjects), len(cards))

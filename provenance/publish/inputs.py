@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from provenance.model import Manifest
-from provenance.model.errors import ProvError
+from provenance.store.run_record import RunRecord
 
 
 @dataclass(frozen=True)
@@ -41,14 +41,9 @@ class Subject:
 
 def load_run(ref: str) -> tuple[RunInfo, Manifest]:
     """A run (id or unique prefix) and its manifest from the store (`prov exec`)."""
-    from provenance.resolve import resolve
+    from provenance.store.resolve import resolve_run
 
-    try:
-        resolved = resolve(ref)
-    except ProvError as exc:
-        raise ProvError(f"--run {ref}: {exc}", exc.exit_code) from None
-    if resolved.type != "run" or resolved.run is None:
-        raise ProvError(f"--run {ref}: not a run (it names a {resolved.type})")
+    resolved = resolve_run(ref)
     return run_info_from_record(resolved.run.record), resolved.manifest
 
 
@@ -61,17 +56,17 @@ def _digests(entries: Any) -> dict[str, str]:
     return out
 
 
-def run_info_from_record(record: dict[str, Any]) -> RunInfo:
-    """The store's run record (runners/supervisor.py) reduced to what publishing needs."""
-    status = record.get("exit_status")
+def run_info_from_record(record: RunRecord) -> RunInfo:
+    """The store's run record (`RunRecord`, validated by the store) reduced to what
+    publishing needs; the record's document is shipped in bundles as stored."""
     return RunInfo(
-        run_id=str(record["run_id"]),
-        argv=tuple(str(a) for a in record.get("command") or ()),
-        started=record.get("started_at"),
-        ended=record.get("ended_at"),
-        exit_status=status if isinstance(status, int) else None,
-        manifest_digest=record.get("manifest_digest"),
-        outputs=_digests(record.get("outputs")),
-        logs=_digests(record.get("logs")),
-        record=record,
+        run_id=record.run_id,
+        argv=record.command,
+        started=record.started_at,
+        ended=record.ended_at,
+        exit_status=record.exit_status,
+        manifest_digest=record.manifest_digest,
+        outputs=_digests(record.outputs),
+        logs=_digests(record.logs),
+        record=record.to_doc(),
     )

@@ -4,8 +4,7 @@ A result file *declares a KL figure* when it is a JSON object with any of:
   - a top-level key "kl_divergence" or "kl";
   - "metric" whose value starts with "kl" (case-insensitive);
   - a "metrics" object with a key starting with "kl".
-Its card is the top-level "kl_disclosure" object (shape in the README, "KL-divergence
-disclosure cards").
+Its card is the top-level "kl_disclosure" object (shape in docs/concepts/disclosure.md).
 """
 
 from __future__ import annotations

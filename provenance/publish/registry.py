@@ -1,7 +1,8 @@
 """Bundles as OCI artifacts in a registry, hanging off the image the run used.
 
-Push (`prov publish ... --to registry:HOST/REPO[:TAG]`), with the distribution API directly
-(stdlib HTTP; http for loopback hosts, https otherwise; no authentication in this build):
+Push (`prov publish ... --to registry:HOST/REPO[:TAG]`) through the one registry client,
+`containers.Registry` (http for loopback hosts, https otherwise; token or Basic auth with the
+Docker config's credentials, never recorded):
   1. blobs: the empty config `{}` and the bundle .tar.gz (monolithic POST+PUT uploads);
   2. an OCI image manifest with `artifactType` = BUNDLE_ARTIFACT_TYPE, one layer (the
      bundle) and `subject` = the image manifest the run used (looked up in the same repo);
@@ -16,12 +17,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from containers import Registry, RegistryError
 from provenance.model.errors import ProvError
 
 BUNDLE_ARTIFACT_TYPE = "application/vnd.prov.bundle.v1"
@@ -32,7 +32,6 @@ OCI_INDEX = "application/vnd.oci.image.index.v1+json"
 DOCKER_MANIFEST = "application/vnd.docker.distribution.manifest.v2+json"
 ACCEPT = ", ".join([OCI_MANIFEST, OCI_INDEX, DOCKER_MANIFEST,
                     "application/vnd.docker.distribution.manifest.list.v2+json"])
-TIMEOUT = 60
 
 
 @dataclass(frozen=True)
@@ -42,10 +41,8 @@ class Target:
     tag: str | None = None
     digest: str | None = None
 
-    @property
-    def base(self) -> str:
-        loopback = self.host.split(":")[0] in ("127.0.0.1", "localhost", "[::1]")
-        return f"{'http' if loopback else 'https'}://{self.host}/v2/{self.repository}"
+    def client(self, push: bool = False) -> Registry:
+        return Registry(self.host, self.repository, str(self), push=push)
 
     def __str__(self) -> str:
         ref = f"@{self.digest}" if self.digest else (f":{self.tag}" if self.tag else "")
@@ -75,59 +72,50 @@ def _sha(data: bytes) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
-def _request(url: str, method: str = "GET", data: bytes | None = None,
-             headers: dict[str, str] | None = None):
-    req = urllib.request.Request(url, data=data, method=method,
-                                 headers={"User-Agent": "prov", **(headers or {})})
-    try:
-        return urllib.request.urlopen(req, timeout=TIMEOUT)
-    except urllib.error.HTTPError as exc:
-        if exc.code == 401:
-            raise ProvError(f"{url}: the registry wants authentication, which prov cannot "
-                            "give in this build") from None
-        raise
-    except (urllib.error.URLError, OSError) as exc:
-        reason = getattr(exc, "reason", exc)
-        raise ProvError(f"{url.split('/v2/')[0]}: registry unreachable ({reason})") from None
-
-
-def _push_blob(t: Target, data: bytes) -> dict[str, Any]:
+def _push_blob(reg: Registry, data: bytes) -> dict[str, Any]:
     digest = _sha(data)
     try:
-        with _request(f"{t.base}/blobs/{digest}", "HEAD"):
+        with reg.request(f"/blobs/{digest}", "HEAD"):
             return {"digest": digest, "size": len(data)}
-    except urllib.error.HTTPError as exc:
-        if exc.code != 404:
-            raise ProvError(f"{t}: blob check failed: HTTP {exc.code}") from None
+    except RegistryError as exc:
+        if exc.status != 404:
+            raise ProvError(f"{reg.what}: blob check failed: {_why(exc)}") from None
     try:
-        with _request(f"{t.base}/blobs/uploads/", "POST", b"") as resp:
+        with reg.request("/blobs/uploads/", "POST", b"") as resp:
             location = resp.headers["Location"]
-        if location.startswith("/"):
-            location = t.base.split("/v2/")[0] + location
         sep = "&" if "?" in location else "?"
-        with _request(f"{location}{sep}digest={digest}", "PUT", data,
-                      {"Content-Type": "application/octet-stream"}):
+        with reg.request(f"{location}{sep}digest={digest}", "PUT", data,
+                         {"Content-Type": "application/octet-stream"}):
             pass
-    except urllib.error.HTTPError as exc:
-        raise ProvError(f"{t}: blob upload refused: HTTP {exc.code} {exc.read()[:200]!r}") from None
+    except RegistryError as exc:
+        raise ProvError(f"{reg.what}: blob upload refused: {_why(exc)} {exc.body[:200]!r}") \
+            from None
     return {"digest": digest, "size": len(data)}
 
 
-def _put_manifest(t: Target, ref: str, body: bytes, media_type: str):
-    try:
-        return _request(f"{t.base}/manifests/{ref}", "PUT", body, {"Content-Type": media_type})
-    except urllib.error.HTTPError as exc:
-        raise ProvError(f"{t}: manifest refused: HTTP {exc.code} {exc.read()[:300]!r}") from None
+def _why(exc: RegistryError) -> str:
+    """`HTTP 500`, or the client's one line when there was no HTTP answer to quote."""
+    return f"HTTP {exc.status}" if exc.status is not None else str(exc)
 
 
-def subject_descriptor(t: Target, digest: str) -> dict[str, Any]:
+def _put_manifest(reg: Registry, ref: str, body: bytes, media_type: str) -> Any:
     try:
-        with _request(f"{t.base}/manifests/{digest}", "GET", headers={"Accept": ACCEPT}) as r:
+        return reg.request(f"/manifests/{ref}", "PUT", body, {"Content-Type": media_type})
+    except RegistryError as exc:
+        raise ProvError(f"{reg.what}: manifest refused: {_why(exc)} {exc.body!r}") from None
+
+
+def subject_descriptor(t: Target, digest: str, reg: Registry | None = None) -> dict[str, Any]:
+    reg = reg or t.client()
+    try:
+        with reg.request(f"/manifests/{digest}", accept=ACCEPT) as r:
             body = r.read()
             media = r.headers.get("Content-Type", OCI_MANIFEST).split(";")[0]
-    except urllib.error.HTTPError as exc:
+    except RegistryError as exc:
+        if exc.status in (None, 401, 403):
+            raise  # unreachable, or access denied: the client's own line says which
         raise ProvError(f"the run's image {digest} is not in {t.host}/{t.repository} "
-                        f"(HTTP {exc.code}); push the image there first") from None
+                        f"(HTTP {exc.status}); push the image there first") from None
     if _sha(body) != digest:
         raise ProvError(f"{t}: registry served {digest} with other content")
     return {"mediaType": media, "digest": digest, "size": len(body)}
@@ -139,9 +127,10 @@ def _json(doc: dict[str, Any]) -> bytes:
 
 def push_bundle(archive: bytes, subject_digest: str, target: Target) -> tuple[str, str]:
     """(artifact manifest digest, how the referrer was recorded)."""
-    subject = subject_descriptor(target, subject_digest)
-    config = _push_blob(target, b"{}")
-    layer = _push_blob(target, archive)
+    reg = target.client(push=True)
+    subject = subject_descriptor(target, subject_digest, reg)
+    config = _push_blob(reg, b"{}")
+    layer = _push_blob(reg, archive)
     manifest = {
         "schemaVersion": 2,
         "mediaType": OCI_MANIFEST,
@@ -153,7 +142,7 @@ def push_bundle(archive: bytes, subject_digest: str, target: Target) -> tuple[st
     }
     body = _json(manifest)
     digest = _sha(body)
-    with _put_manifest(target, target.tag or digest, body, OCI_MANIFEST) as resp:
+    with _put_manifest(reg, target.tag or digest, body, OCI_MANIFEST) as resp:
         native = resp.headers.get("OCI-Subject") == subject_digest
     if native:
         return digest, "referrers API"
@@ -161,30 +150,35 @@ def push_bundle(archive: bytes, subject_digest: str, target: Target) -> tuple[st
     tag = subject_digest.replace(":", "-")
     index: dict[str, Any] = {"schemaVersion": 2, "mediaType": OCI_INDEX, "manifests": []}
     try:
-        with _request(f"{target.base}/manifests/{tag}", headers={"Accept": OCI_INDEX}) as r:
+        with reg.request(f"/manifests/{tag}", accept=OCI_INDEX) as r:
             existing = json.loads(r.read())
         if isinstance(existing, dict) and isinstance(existing.get("manifests"), list):
             index = existing
-    except urllib.error.HTTPError as exc:
-        if exc.code != 404:
-            raise ProvError(f"{target}: referrers tag unreadable: HTTP {exc.code}") from None
+    except RegistryError as exc:
+        if exc.status != 404:
+            raise ProvError(f"{target}: referrers tag unreadable: {_why(exc)}") from None
     entry = {"mediaType": OCI_MANIFEST, "digest": digest, "size": len(body),
              "artifactType": BUNDLE_ARTIFACT_TYPE}
     if not any(m.get("digest") == digest for m in index["manifests"]):
         index["manifests"].append(entry)
-    with _put_manifest(target, tag, _json(index), OCI_INDEX):
+    with _put_manifest(reg, tag, _json(index), OCI_INDEX):
         pass
     return digest, f"referrers tag {tag}"
 
 
 def referrers(target: Target, subject_digest: str) -> list[str]:
     """Digests of prov bundles attached to an image (API first, then the tag schema)."""
-    for url in (f"{target.base}/referrers/{subject_digest}",
-                f"{target.base}/manifests/{subject_digest.replace(':', '-')}"):
+    reg = target.client()
+    for path in (f"/referrers/{subject_digest}",
+                 f"/manifests/{subject_digest.replace(':', '-')}"):
         try:
-            with _request(url, headers={"Accept": OCI_INDEX}) as r:
+            with reg.request(path, accept=OCI_INDEX) as r:
                 doc = json.loads(r.read())
-        except (urllib.error.HTTPError, ValueError):
+        except RegistryError as exc:
+            if exc.status is None:
+                raise
+            continue
+        except ValueError:
             continue
         found = [m["digest"] for m in doc.get("manifests", [])
                  if m.get("artifactType") == BUNDLE_ARTIFACT_TYPE]
@@ -197,12 +191,12 @@ def pull_bundle(target: Target, dest: Path) -> dict[str, Any]:
     """Write the bundle archive of `target` (HOST/REPO@DIGEST) to `dest`; return the manifest."""
     if not target.digest:
         raise ProvError(f"{target}: give the artifact by digest (registry:HOST/REPO@sha256:…)")
+    reg = target.client()
     try:
-        with _request(f"{target.base}/manifests/{target.digest}",
-                      headers={"Accept": OCI_MANIFEST}) as r:
+        with reg.request(f"/manifests/{target.digest}", accept=OCI_MANIFEST) as r:
             body = r.read()
-    except urllib.error.HTTPError as exc:
-        raise ProvError(f"{target}: not found in the registry (HTTP {exc.code})") from None
+    except RegistryError as exc:
+        raise ProvError(f"{target}: not found in the registry ({_why(exc)})") from None
     if _sha(body) != target.digest:
         raise ProvError(f"{target}: registry served different content for this digest")
     manifest = json.loads(body)
@@ -210,10 +204,10 @@ def pull_bundle(target: Target, dest: Path) -> dict[str, Any]:
     if manifest.get("artifactType") != BUNDLE_ARTIFACT_TYPE or len(layers) != 1:
         raise ProvError(f"{target}: not a prov bundle artifact")
     try:
-        with _request(f"{target.base}/blobs/{layers[0]['digest']}") as r:
+        with reg.request(f"/blobs/{layers[0]['digest']}") as r:
             data = r.read()
-    except urllib.error.HTTPError as exc:
-        raise ProvError(f"{target}: bundle blob missing (HTTP {exc.code})") from None
+    except RegistryError as exc:
+        raise ProvError(f"{target}: bundle blob missing ({_why(exc)})") from None
     if _sha(data) != layers[0]["digest"]:
         raise ProvError(f"{target}: bundle blob does not match its digest")
     dest.write_bytes(data)

@@ -51,6 +51,10 @@ def build_report(target: str, *, store: str | None = None, model: Path | None = 
             f"<p class='hint'>{render.esc(source)}. Yellow: inside a cluster; red: top-1 "
             "disagrees. Hover a token for the reference margin.</p>" + body
             + render.clusters_table(clusters), "text"))
+        if doc["summary"].get("segments"):
+            sections.append(render.section("Disagreements by text segment type",
+                                           render.segments_table(doc["summary"]["segments"]),
+                                           "segments"))
     elif ld.kind == "repeat":
         title += f" — {build.spec(doc['engines'][0])} × {len(doc.get('runs') or [])}"
         sections.append(render.section("Summary", render.table(build.repeat_rows(doc)),
@@ -100,13 +104,14 @@ def _context_changes(ld) -> list | None:
     """Context (non-identity) differences of the two runs' manifests, when both are stored."""
     if ld.store is None or not ld.comparison:
         return None
-    from provenance.diff import diff_manifests
     from provenance.model import LeafKind
+    from provenance.model.diff import diff_manifests
+    from provenance.store import RunRecord
 
     recs = [ld.records.get(ld.comparison.get(s, {}).get("run_id") or "") for s in ("a", "b")]
     if not all(recs):
         return None
-    ma, mb = (ld.store.run_manifest(r) for r in recs)
+    ma, mb = (ld.store.run_manifest(RunRecord.from_doc(r)) for r in recs)
     return [c for c in diff_manifests(ma, mb).changes if c.kind != LeafKind.IDENTITY]
 
 

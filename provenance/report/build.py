@@ -135,9 +135,22 @@ def diverge_rows(doc: dict[str, Any]) -> list[tuple[str, str]]:
              ("self-KL floor (storage)",
               f"{s['self_kl_floor']['ref']['max']:.1e} ({s['self_kl_floor']['storage_dtype']})"),
              ("truncated positions", str(s.get("truncated_positions", 0))),
+             *_storage_rows(doc),
              ("clusters", str(len(s["clusters"]))),
              ("gate", (doc.get("comparison") or {}).get("gate", "?"))]
     return rows
+
+
+def _storage_rows(doc: dict[str, Any]) -> list[tuple[str, str]]:
+    """How the logits were obtained, for a hidden-state result (runners/hidden.py)."""
+    st = (doc.get("storage") or {}).get("reference") or {}
+    if st.get("kind") != "hidden":
+        return []
+    an = doc.get("analysis") or {}
+    return [("stored", f"{st['hidden_dtype']} final hidden states {st['hidden_shape']} + "
+                       f"output head sha256 {st['head']['sha256'][:16]}…"),
+            ("analysis", f"logits rebuilt on {an.get('device', '?')} in chunks of "
+                         f"{an.get('chunk_rows', '?')} rows; {an.get('kernel', '?')}")]
 
 
 def repeat_rows(doc: dict[str, Any]) -> list[tuple[str, str]]:

@@ -50,10 +50,28 @@ def series_section(s: dict[str, Any]) -> str:
 
 
 def clusters_table(clusters: list[dict], limit: int = 50) -> str:
+    """The first `limit` clusters; with a segment column when the text had segments."""
+    seg = any("segment_type" in c for c in clusters)
     rows = [(f"{c['start']}–{c['end']}", c["disagreements"], f"{c['mean_kl']:.2e}",
+             *((c.get("segment_type", ""),) if seg else ()),
              c.get("text", "")[:40], c.get("context", "")[:90]) for c in clusters[:limit]]
     more = f"<p class='hint'>… {len(clusters) - limit} more</p>" if len(clusters) > limit else ""
-    return table(rows, ("positions", "disagreements", "mean KL", "tokens", "in context")) + more
+    head = ("positions", "disagreements", "mean KL", *(("segment",) if seg else ()), "tokens",
+            "in context")
+    return table(rows, head) + more
+
+
+def segments_table(segments: dict[str, Any]) -> str:
+    """Per text segment type: positions, disagreements (rate), mean KL, clusters starting
+    there."""
+    rows = [(t, v["positions"], f"{v['disagreements']} ({v['disagreement_rate']:.3%})",
+             f"{v['mean_kl_ref_cand']:.3e}", v["clusters"])
+            for t, v in sorted(segments["by_type"].items(),
+                               key=lambda kv: -kv[1]["disagreement_rate"])]
+    return (f"<p class='hint'>{segments['count']} segments of the text "
+            "(TEXT.segments.json); a position belongs to the segment of the token it "
+            "predicts.</p>" + table(rows, ("segment type", "positions", "disagreements (rate)",
+                                          "mean KL(ref‖cand)", "clusters")))
 
 
 def comparison_section(rec: dict[str, Any] | None, inline: dict[str, Any] | None,

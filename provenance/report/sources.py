@@ -4,7 +4,7 @@ Targets, tried in order:
 - a `prov-result/1` directory (or its result.json): a divergence result is a comparison
   report, a repeatability result a run report;
 - a sweep record: a JSON file (or a directory holding sweep.json) whose `format` starts with
-  `prov-sweep` (the shape is documented in README, "Reports");
+  `prov-sweep` (the shape is documented in docs/reference/formats.md);
 - in the store: a comparison record (object digest or unique prefix) or a run id (prefix).
 The store is only read: a target that names nothing gives one clear error.
 """
@@ -81,17 +81,14 @@ def _records(store, run_ids) -> dict[str, dict]:
         if not rid or store is None:
             continue
         with contextlib.suppress(ProvError):
-            out[rid] = store.get_run(rid).record
+            out[rid] = store.get_run(rid).record.to_doc()
     return out
 
 
 def _load_result(path: Path, target: str, store_path: str | None) -> Loaded:
     from runners import api
 
-    try:
-        doc, arrays = api.read_result(path)
-    except api.ResultError as exc:
-        raise ProvError(str(exc)) from None
+    doc, arrays = api.read_result(path)
     stores = _stores(store_path, path.resolve())
     kind = doc["kind"]
     digest = (doc.get("comparison") or {}).get("comparison_record")
@@ -157,7 +154,7 @@ def load(target: str, store_path: str | None = None) -> Loaded:
         if not target.startswith("sha256:") and store.find_runs(target):
             info = store.get_run(target)
             return Loaded("run", target, {"run_id": info.run_id}, store=store,
-                          records={info.run_id: info.record})
+                          records={info.run_id: info.record.to_doc()})
     raise ProvError(f"{target}: no result directory, sweep record, comparison or run of that "
                     f"name (store {store.root})")
 
@@ -179,8 +176,8 @@ def _analyse_scores(ld: Loaded, run_ids: list) -> None:
         with np.load(p) as npz:
             loaded.append((npz["ids"], npz["scores"]))
     (ids, ref), (ids_b, cand) = loaded
-    if not np.array_equal(ids, ids_b) or ref.shape != cand.shape:
-        return
+    if not np.array_equal(ids, ids_b) or ref.shape != cand.shape or not len(ref):
+        return  # other ids, or hidden-state runs (no score rows: their result holds it)
     from provenance.report import textview
 
     pieces = textview.token_pieces(textview.model_from_records(ld.records), ids)

@@ -1,8 +1,9 @@
 """Sweep records for the report: validated at the edge, laid out as a matrix.
 
-The shape read here (`prov-sweep/1`, documented in README, "Reports"): `axes` (name -> values),
-`reference` (a cell id), `cells` (id, config {axis: value}, status, optional node, run_ids,
-flagged + flag_keys from the gate, top1_agreement, kl_mean, kl_max, repeat verdict, result).
+The shape read here (`prov-sweep/1`, documented in docs/reference/formats.md): `axes`
+(name -> values), `reference` (a cell id), `cells` (id, config {axis: value}, status,
+optional node, run_ids, flagged + flag_keys from the gate, top1_agreement, kl_mean, kl_max,
+repeat verdict, result).
 """
 
 from __future__ import annotations

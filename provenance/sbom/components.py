@@ -99,14 +99,32 @@ def python_components(packages: dict[str, Any], info: dict[str, DistInfo]) -> li
     return out
 
 
+def deb_purl(key: str, entry: dict[str, Any], release: dict[str, Any]):
+    """`pkg:deb/<distro>/<name>@<version>?arch=..&distro=<id>-<version_id>` as syft writes."""
+    from packageurl import PackageURL
+
+    distro = str(release.get("id") or "debian")
+    name = str(entry.get("package") or entry.get("name") or key.split(":", 1)[0])
+    qualifiers = {}
+    if known(entry.get("arch")):
+        qualifiers["arch"] = str(entry["arch"])
+    if release.get("version_id"):
+        qualifiers["distro"] = f"{distro}-{release['version_id']}"
+    source = entry.get("source")
+    if known(source) and source != name:
+        src_version = entry.get("source_version")
+        qualifiers["upstream"] = f"{source}@{src_version}" if known(src_version) else str(source)
+    return PackageURL(
+        type="deb", namespace=distro, name=name, version=str(entry["version"]),
+        qualifiers=qualifiers,
+    )
+
+
 def deb_components(dpkg: dict[str, Any], release: dict[str, Any]) -> list:
     """`pkg:deb/<distro>/<name>@<version>?arch=..&distro=<id>-<version_id>` as syft writes."""
     from cyclonedx.model import HashAlgorithm, HashType
     from cyclonedx.model.component import Component, ComponentType
-    from packageurl import PackageURL
 
-    distro = str(release.get("id") or "debian")
-    distro_q = f"{distro}-{release['version_id']}" if release.get("version_id") else None
     out = []
     for key in sorted(dpkg):
         entry = dpkg[key]
@@ -114,19 +132,7 @@ def deb_components(dpkg: dict[str, Any], release: dict[str, Any]) -> list:
             continue
         name = str(entry.get("package") or entry.get("name") or key.split(":", 1)[0])
         version = str(entry["version"])
-        qualifiers = {}
-        if known(entry.get("arch")):
-            qualifiers["arch"] = str(entry["arch"])
-        if distro_q:
-            qualifiers["distro"] = distro_q
-        source = entry.get("source")
-        if known(source) and source != name:
-            src_version = entry.get("source_version")
-            upstream = f"{source}@{src_version}" if known(src_version) else str(source)
-            qualifiers["upstream"] = upstream
-        purl = PackageURL(
-            type="deb", namespace=distro, name=name, version=version, qualifiers=qualifiers
-        )
+        purl = deb_purl(key, entry, release)
         props = [_prop("prov:manifest-key", join_key(["os", "dpkg", key]))]
         for field in ("source", "source_version", "layer"):
             if known(entry.get(field)):
@@ -269,7 +275,7 @@ def gpu_stack_components(facts: dict[str, Any]) -> list:
         if known(dev.get("vbios")):
             out.append(Component(type=ComponentType.FIRMWARE, name=f"vbios-gpu{idx}",
                                  version=str(dev["vbios"]), bom_ref=f"gpu:{idx}:vbios"))
-    out += _image_cuda(facts.get("cuda"))
+    out += _image_cuda(facts)
     for key, name, ctype in (
         ("cuda_runtime", "cuda-runtime", ComponentType.PLATFORM),
         ("cudnn", "cudnn", ComponentType.LIBRARY),
@@ -284,11 +290,12 @@ def gpu_stack_components(facts: dict[str, Any]) -> list:
 
 
 
-def _image_cuda(cuda: Any) -> list:
+def _image_cuda(facts: dict[str, Any]) -> list:
     """An image's CUDA stack as the container catalog found it: toolkits (version.json) as
-    platforms, versioned cuDNN/NCCL/cuBLAS/cudart libraries (by file name) as libraries."""
+    platforms, cuDNN/NCCL/cuBLAS/cudart libraries as libraries (`_cuda_libraries`)."""
     from cyclonedx.model.component import Component, ComponentType
 
+    cuda = facts.get("cuda")
     if not isinstance(cuda, dict):
         return []
     out = []
@@ -303,10 +310,55 @@ def _image_cuda(cuda: Any) -> list:
                                  properties=props))
     libs = cuda.get("libraries") if isinstance(cuda.get("libraries"), dict) else {}
     for lib in sorted(libs):
-        entry = libs[lib]
-        if isinstance(entry, dict) and known(entry.get("version")):
-            paths = entry.get("paths") if isinstance(entry.get("paths"), list) else []
+        if isinstance(libs[lib], dict):
+            out += _cuda_libraries(lib, libs[lib], facts)
+    return out
+
+
+def owner_purl(package: str, version: str, facts: dict[str, Any]):
+    """The purl of the package (`dpkg:NAME`, `python:NAME[@LOCATION]`) that ships a file:
+    pypi for wheels, conda for conda records, deb (as `deb_components` writes it)."""
+    from packageurl import PackageURL
+
+    kind, _, name = package.partition(":")
+    if kind == "dpkg":
+        os_facts = facts.get("os") if isinstance(facts.get("os"), dict) else {}
+        entry = (os_facts.get("dpkg") or {}).get(name)
+        release = os_facts.get("release") if isinstance(os_facts.get("release"), dict) else {}
+        return deb_purl(name, entry, release) if isinstance(entry, dict) else None
+    if kind == "python":
+        name = name.split("@", 1)[0]
+        py = facts.get("python") if isinstance(facts.get("python"), dict) else {}
+        entry = (py.get("packages") or {}).get(name) or {}
+        ptype = "conda" if entry.get("installer") == "conda" else "pypi"
+        return PackageURL(type=ptype, name=normalize(name), version=version)
+    return None
+
+
+def _cuda_libraries(lib: str, entry: dict[str, Any], facts: dict[str, Any]) -> list:
+    """One component per package shipping the library (its version and purl, the soname
+    version as a property); files nobody lists keep the soname guess, `prov:owner = none`."""
+    from cyclonedx.model.component import Component, ComponentType
+
+    paths = entry.get("paths") if isinstance(entry.get("paths"), list) else []
+    owners = entry.get("owners") if isinstance(entry.get("owners"), dict) else {}
+    by_owner: dict[tuple[str, str], list[str]] = {}
+    for path in sorted(str(p) for p in paths):
+        owner = owners.get(path) if isinstance(owners.get(path), dict) else {}
+        key = (str(owner.get("package", "")), str(owner.get("version", "")))
+        by_owner.setdefault(key, []).append(path)
+    out = []
+    for (package, version), where in sorted(by_owner.items()):
+        purl = owner_purl(package, version, facts) if package else None
+        props = [_prop("prov:owner", package or "none")]
+        props.append(_prop("prov:soname-version", entry.get("version", "")))
+        props += [_prop("prov:path", p) for p in where]
+        if package and purl is not None:
+            out.append(Component(type=ComponentType.LIBRARY, name=f"lib{lib}", version=version,
+                                 purl=purl, bom_ref=f"cuda:lib:{lib}:{package}",
+                                 properties=props))
+        elif known(entry.get("version")):
             out.append(Component(type=ComponentType.LIBRARY, name=f"lib{lib}",
                                  version=str(entry["version"]), bom_ref=f"cuda:lib:{lib}",
-                                 properties=[_prop("prov:path", p) for p in sorted(paths)]))
+                                 properties=props))
     return out

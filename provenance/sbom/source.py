@@ -18,10 +18,7 @@ def resolve_subject(
     if len(given) > 1:
         raise ProvError(f"give one of --image, --run, --manifest (got {', '.join(given)})")
     if manifest is not None:
-        try:
-            m = Manifest.read(manifest)
-        except ManifestError as exc:
-            raise ProvError(str(exc)) from None
+        m = Manifest.read(manifest)
         return Subject(m, label=Path(manifest).name, kind="manifest", local=is_local(m))
     if run is not None:
         info, m = load_run(run)
@@ -44,13 +41,8 @@ def is_local(m: Manifest) -> bool:
 
 
 def scan_image_manifest(source: str) -> Manifest:
-    try:
-        from containers import scan_image
-    except ImportError:
-        raise ProvError(
-            f"--image {source}: this build of prov has no image reader yet; "
-            "scan the image to a manifest and use --manifest FILE"
-        ) from None
+    from containers import scan_image
+
     scan = scan_image(source)
     try:
         return Manifest(facts=scan.facts())

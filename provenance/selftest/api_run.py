@@ -10,7 +10,7 @@ import sys
 
 def main(argv: list[str] | None = None) -> int:
     spec = json.loads((argv or sys.argv[1:])[0])
-    from runners.supervisor import run_supervised
+    from provenance.exec import run_supervised
 
     res = run_supervised(spec["argv"], name=spec["name"], tags={"selftest": "identity"},
                          outputs=spec["outputs"], env_extra=spec["env_extra"], stream=False)

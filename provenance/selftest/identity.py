@@ -106,21 +106,13 @@ class Runner:
             return [str(exe)]
         return [sys.executable, "-c", "from provenance.cli import main; main()"]
 
-    def run(self, p: Perturbation | None) -> RunOutcome:
-        self.counter += 1
-        name = p.name if p else "baseline"
-        out = self.workdir / "out" / f"{self.counter:02d}-{name}"
-        shutil.rmtree(out, ignore_errors=True)
-        out.mkdir(parents=True)
-        env = {k: v for k, v in os.environ.items() if not k.startswith("PROV_RUN")}
-        env["PROV_STORE"] = str(self.store)
+    def _special(self, special: str, env: dict[str, str],
+                 out: Path) -> tuple[str, list[str], Path, Path]:
+        """(python, command prefix, cwd, store) for a row that changes more than `env`."""
         python = sys.executable
         prefix: list[str] = []
         cwd = self.cwd
         store = self.store
-        special = p.special if p else ""
-        if p and special != "api-env":
-            env.update(p.env)
         if special == "alt-python":
             if not self.alt_python:
                 raise NotRun("no second environment (give --alt-python, or allow building one)")
@@ -159,6 +151,20 @@ class Runner:
             caps = "+dac_override,+dac_read_search"
             prefix = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
                       f"--inh-caps={caps}", f"--ambient-caps={caps}", "--"]
+        return python, prefix, cwd, store
+
+    def run(self, p: Perturbation | None) -> RunOutcome:
+        self.counter += 1
+        name = p.name if p else "baseline"
+        out = self.workdir / "out" / f"{self.counter:02d}-{name}"
+        shutil.rmtree(out, ignore_errors=True)
+        out.mkdir(parents=True)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PROV_RUN")}
+        env["PROV_STORE"] = str(self.store)
+        special = p.special if p else ""
+        if p and special != "api-env":
+            env.update(p.env)
+        python, prefix, cwd, store = self._special(special, env, out)
         argv = [*prefix, *self._prov(), "exec", "--name", f"selftest-{name}",
                 "--tag", "selftest=identity", "--output", str(out), "--",
                 python, "-m", "provenance.selftest.workload", "--model", str(self.model),
@@ -181,11 +187,11 @@ class Runner:
 
     # -- identity ----------------------------------------------------------------------------
     def identity(self, outcome: RunOutcome):
+        """The run as the gate sees it (resolved in the store it was recorded in)."""
         from provenance.store import open_store
+        from provenance.store.resolve import resolve
 
-        st = open_store(outcome.store)
-        rec = st.get_run(outcome.run_id).record
-        return st.run_manifest(rec), rec
+        return resolve(outcome.run_id, open_store(outcome.store))
 
 
 class NotRun(Exception):
@@ -196,20 +202,17 @@ class RunFailed(Exception):
     """The prov exec run of a row failed."""
 
 
-def identity_diff(base: tuple[Any, dict], other: tuple[Any, dict]) -> tuple[bool, list[str]]:
+def identity_diff(base, other) -> tuple[bool, list[str]]:
     """(record digests differ, identity keys that differ), libraries both runs loaded
-    included, as `prov compare` sees them."""
-    from provenance.diff import diff_manifests
-    from provenance.gate import common_libraries, with_loaded_libraries
+    included: `compare_runs` with nothing declared, built-in config, nothing recorded."""
+    from provenance.gate import GateConfig, compare_runs
     from provenance.model import LeafKind
 
-    (ma, ra), (mb, rb) = base, other
-    la, lb = common_libraries(ra.get("loaded_libraries") or [], rb.get("loaded_libraries") or [])
-    d = diff_manifests(with_loaded_libraries(ma, la), with_loaded_libraries(mb, lb))
+    c = compare_runs(None, base, other, [], config=GateConfig(), record=False)
     # libraries last: a changed package shows first as itself, then as its loaded files
-    keys = sorted({c.key for c in d.changes if c.kind is not LeafKind.CONTEXT},
+    keys = sorted({ch.key for ch in c.result.diff.changes if ch.kind is not LeafKind.CONTEXT},
                   key=lambda k: (k.startswith("libs."), k))
-    return ra["manifest_digest"] != rb["manifest_digest"], keys
+    return base.run.record.manifest_digest != other.run.record.manifest_digest, keys
 
 
 def run_matrix(runner: Runner, rows: list[Perturbation]) -> dict[str, Any]:
@@ -247,7 +250,7 @@ def run_matrix(runner: Runner, rows: list[Perturbation]) -> dict[str, Any]:
         "machine": machine(),
         "device": runner.device,
         "baseline": {"run_id": base.run_id, "digests": base.digests,
-                     "manifest_digest": base_id[1]["manifest_digest"]},
+                     "manifest_digest": base_id.run.record.manifest_digest},
         "store": str(runner.store),
         "rows": [r.to_json() for r in results],
         "counts": counts,

@@ -136,9 +136,9 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     doc = {"run_id": os.environ.get("PROV_RUN_ID"), "digests": digests,
            "numpy": __import__("numpy").__version__, "pid": os.getpid()}
-    tmp = args.out / ".digests.json.tmp"
-    tmp.write_text(json.dumps(doc, indent=1, sort_keys=True))
-    os.replace(tmp, args.out / "digests.json")
+    from provenance.model.atomic import write_atomic
+
+    write_atomic(args.out / "digests.json", json.dumps(doc, indent=1, sort_keys=True))
     return 0
 
 

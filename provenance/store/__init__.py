@@ -9,12 +9,22 @@ overrides):
     runs/<run id>/               PROV_RUN_DIR of a running run; ingested into objects at its end
 """
 
+from provenance.store.merge import export_objects, import_objects, run_closure
 from provenance.store.objects import CorruptObject
+from provenance.store.records import encode, now_iso
+from provenance.store.run_record import RecordError, RunRecord
 from provenance.store.store import RunInfo, Store, default_store_path, find_git_root, open_store
 
 __all__ = [
     "CorruptObject",
+    "encode",
+    "export_objects",
+    "import_objects",
+    "now_iso",
+    "run_closure",
+    "RecordError",
     "RunInfo",
+    "RunRecord",
     "Store",
     "default_store_path",
     "find_git_root",

@@ -198,37 +198,44 @@ class FsckResult:
         }
 
 
-def fsck(store) -> FsckResult:
-    s = scan(store)
-    r = FsckResult(objects=len(s.sizes) + len(s.corrupt), corrupt=s.corrupt, stray=s.stray)
-    present = set(s.sizes) | set(s.corrupt)
-    referenced: set[str] = set()
+class _Refs:
+    """Which objects something refers to, and which of those are missing."""
 
-    def follow(digest: str, origin: str) -> None:
-        referenced.add(digest)
-        if digest not in present:
-            r.missing.append((digest, origin))
+    def __init__(self, present: set[str], r: FsckResult) -> None:
+        self.present = present
+        self.r = r
+        self.referenced: set[str] = set()
 
+    def follow(self, digest: str, origin: str) -> None:
+        self.referenced.add(digest)
+        if digest not in self.present:
+            self.r.missing.append((digest, origin))
+
+
+def _follow_objects(s: Scan, refs: _Refs) -> None:
+    """Every reference the objects hold: run records, trees, comparisons."""
     for d, rec in s.records.items():
         for ref, _kind in referenced_objects(rec):
-            follow(ref, f"run {rec['run_id']} ({d})")
+            refs.follow(ref, f"run {rec['run_id']} ({d})")
     for d, tree in s.trees.items():
         for entry in (tree.get("entries") or {}).values():
             if isinstance(entry, dict) and entry.get("digest") and entry.get("stored"):
-                follow(entry["digest"], f"tree {d}")
+                refs.follow(entry["digest"], f"tree {d}")
     for d, doc in s.comparisons.items():
         for side in ("a", "b"):
             ref = doc.get(side, {})
             for key in ("record", "manifest"):
                 if isinstance(ref.get(key), str) and ref[key].startswith("sha256:"):
-                    follow(ref[key], f"comparison {d}")
+                    refs.follow(ref[key], f"comparison {d}")
 
-    # The index against the objects.
+
+def _check_index_runs(store, s: Scan, refs: _Refs, r: FsckResult) -> None:
+    """The index's runs against the newest record of each run among the objects."""
     conn = store.db
     for row in conn.execute("SELECT * FROM runs"):
         rid, rec_digest = row["run_id"], row["record"]
-        referenced.add(rec_digest)
-        if rec_digest not in present:
+        refs.referenced.add(rec_digest)
+        if rec_digest not in refs.present:
             r.missing.append((rec_digest, f"index row of run {rid}"))
             continue
         newest = s.runs.get(rid)
@@ -246,7 +253,7 @@ def fsck(store) -> FsckResult:
         r.runs[state] = r.runs.get(state, 0) + 1
     indexed = {row["run_id"] for row in conn.execute("SELECT run_id FROM runs")}
     for rid, (_digest, rec) in s.runs.items():
-        referenced.add(_digest)
+        refs.referenced.add(_digest)
         if rid not in indexed:
             r.unindexed_runs.append(rid)
             sup = rec.get("supervisor", {})
@@ -258,16 +265,19 @@ def fsck(store) -> FsckResult:
                 sup.get("start_ticks"),
             )
             r.runs[state] = r.runs.get(state, 0) + 1
-    for row in conn.execute("SELECT object FROM manifests"):
-        referenced.add(row["object"])
-        if row["object"] not in present:
-            r.missing.append((row["object"], "index of manifests"))
-    for row in conn.execute("SELECT object FROM comparisons"):
-        referenced.add(row["object"])
-        if row["object"] not in present:
-            r.missing.append((row["object"], "index of comparisons"))
-    referenced |= set(s.records) | set(s.comparisons)
-    r.orphaned = sorted(present - referenced - set(s.corrupt))
+
+
+def fsck(store) -> FsckResult:
+    s = scan(store)
+    r = FsckResult(objects=len(s.sizes) + len(s.corrupt), corrupt=s.corrupt, stray=s.stray)
+    refs = _Refs(set(s.sizes) | set(s.corrupt), r)
+    _follow_objects(s, refs)
+    _check_index_runs(store, s, refs, r)
+    for table in ("manifests", "comparisons"):
+        for row in store.db.execute(f"SELECT object FROM {table}"):
+            refs.follow(row["object"], f"index of {table}")
+    referenced = refs.referenced | set(s.records) | set(s.comparisons)
+    r.orphaned = sorted(refs.present - referenced - set(s.corrupt))
     if store.objects.tmp.is_dir():
         r.temp_files = sum(1 for _ in store.objects.tmp.iterdir())
     return r

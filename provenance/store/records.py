@@ -135,6 +135,8 @@ def referenced_objects(record: dict[str, Any]) -> list[tuple[str, str]]:
     refs: list[tuple[str, str]] = []
     if record.get("manifest"):
         refs.append((record["manifest"], "manifest"))
+    if record.get("run_manifest") and record["run_manifest"] != record.get("manifest"):
+        refs.append((record["run_manifest"], "manifest"))
     if record.get("previous"):
         refs.append((record["previous"], "run"))
     for name, log in (record.get("logs") or {}).items():

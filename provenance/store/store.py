@@ -6,14 +6,15 @@ import json
 import os
 import sqlite3
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from provenance.model import Manifest, ManifestError
 from provenance.model.errors import ProvError
 from provenance.store import index as idx
-from provenance.store.objects import ObjectStore, split_digest
+from provenance.store.manifests import run_manifest
+from provenance.store.objects import ObjectStore, StreamWriter, split_digest
 from provenance.store.records import (
     COMPARISON_KIND,
     FINAL_STATES,
@@ -24,6 +25,7 @@ from provenance.store.records import (
     index_row,
     now_iso,
 )
+from provenance.store.run_record import RunRecord
 
 STORE_DIR = ".prov"
 
@@ -57,7 +59,7 @@ class RunInfo:
     exit_status: int | None
     manifest_digest: str | None
     command: list[str]
-    record: dict[str, Any] = field(default_factory=dict)
+    record: RunRecord | None = None
 
 
 class Store:
@@ -107,6 +109,22 @@ class Store:
             idx.add_object(conn, digest, kind, len(data))
         return digest
 
+    def put_object(self, data: bytes) -> str:
+        """Write `data` as an object without its own index row: the run record that points
+        at it indexes it (`create_run`/`finalize_run`'s `extra_objects`), in one transaction."""
+        self._ensure_layout()
+        return self.objects.put_bytes(data)
+
+    def put_file(self, path: Path) -> tuple[str, int]:
+        """Copy a file into the objects (streamed); (digest, size). Indexed as put_object."""
+        self._ensure_layout()
+        return self.objects.put_file(path)
+
+    def object_writer(self) -> StreamWriter:
+        """A streaming writer for large content (logs): bounded memory; `close()` -> digest."""
+        self._ensure_layout()
+        return self.objects.writer()
+
     def get_bytes(self, digest: str) -> bytes:
         return self.objects.get_bytes(self.resolve_object(digest))
 
@@ -139,15 +157,20 @@ class Store:
         `text` (its `to_json()`) and `digest` may be passed when the caller has them already:
         both walk every leaf, which costs tens of ms for a large environment.
         """
+        return self.put_manifest_text(text if text is not None else manifest.to_json(),
+                                      digest or manifest.digest())
+
+    def put_manifest_text(self, text: str, digest: str) -> str:
+        """Store a manifest document (its JSON text) whose identity digest is `digest`."""
         self._ensure_layout()
-        data = (text if text is not None else manifest.to_json()).encode("utf-8")
+        data = text.encode("utf-8")
         obj = self.objects.put_bytes(data)
         with idx.transaction(self.db) as conn:
             idx.add_object(conn, obj, "manifest", len(data))
             conn.execute(
                 "INSERT OR IGNORE INTO manifests (object, manifest_digest, created_at) "
                 "VALUES (?, ?, ?)",
-                (obj, digest or manifest.digest(), now_iso()),
+                (obj, digest, now_iso()),
             )
         return obj
 
@@ -195,8 +218,8 @@ class Store:
             raise ProvError(str(exc)) from None
 
     # -- runs -------------------------------------------------------------------
-    def _put_record(self, record: dict[str, Any], extra_objects=(), manifest=None) -> str:
-        data = encode(record)
+    def _put_record(self, doc: dict[str, Any], extra_objects=(), manifest=None) -> str:
+        data = encode(doc)
         digest = self.objects.put_bytes(data)
         with idx.transaction(self.db) as conn:
             idx.add_object(conn, digest, "run", len(data))
@@ -206,28 +229,30 @@ class Store:
                 conn.execute(
                     "INSERT OR IGNORE INTO manifests (object, manifest_digest, created_at) "
                     "VALUES (?, ?, ?)",
-                    (manifest[0], manifest[1], record.get("started_at") or now_iso()),
+                    (manifest[0], manifest[1], doc.get("started_at") or now_iso()),
                 )
-            idx.upsert_run(conn, index_row(record, digest))
+            idx.upsert_run(conn, index_row(doc, digest))
         return digest
 
     def create_run(
-        self, record: dict[str, Any], manifest: tuple[str, str] | None = None, extra_objects=()
+        self, record: RunRecord, manifest: tuple[str, str] | None = None, extra_objects=()
     ) -> str:
         """Record a started run (objects first, then the index rows); returns its digest.
 
         `manifest` is (object digest, identity digest) of its already stored manifest.
         """
-        record = {**record, "kind": RUN_KIND, "schema_version": RECORD_SCHEMA, "state": "started"}
+        doc = {**record.to_doc(), "kind": RUN_KIND, "schema_version": RECORD_SCHEMA,
+               "state": "started"}
         self._ensure_layout()
-        return self._put_record(record, extra_objects, manifest)
+        return self._put_record(doc, extra_objects, manifest)
 
-    def finalize_run(self, record: dict[str, Any], previous: str, extra_objects=()) -> str:
+    def finalize_run(self, record: RunRecord, previous: str, extra_objects=()) -> str:
         """Write the final record of a run (state complete or failed), pointing at `previous`."""
-        if record.get("state") not in FINAL_STATES:
+        if record.state not in FINAL_STATES:
             raise ValueError(f"final state must be one of {FINAL_STATES}")
-        record = {**record, "kind": RUN_KIND, "schema_version": RECORD_SCHEMA, "previous": previous}
-        return self._put_record(record, extra_objects)
+        doc = {**record.to_doc(), "kind": RUN_KIND, "schema_version": RECORD_SCHEMA,
+               "previous": previous}
+        return self._put_record(doc, extra_objects)
 
     def run_dir(self, run_id: str) -> Path:
         return self.runs_dir / run_id
@@ -273,18 +298,22 @@ class Store:
             raise ProvError(f"{prefix}: ambiguous run id prefix ({len(ids)} runs match)")
         row = self.db.execute("SELECT * FROM runs WHERE run_id = ?", (ids[0],)).fetchone()
         info = self._info(row)
-        info.record = self.get_json(info.record_digest)
+        info.record = self.get_record(info.record_digest)
         return info
 
-    def run_manifest(self, record: dict[str, Any]) -> Manifest:
-        """The run's manifest: the snapshot plus the sections the run itself added."""
-        base = self.manifest_object(record["manifest"])
-        extra = record.get("facts") or {}
-        if not extra:
-            return base
-        facts = dict(base.facts)
-        facts.update(extra)
-        return Manifest(facts)
+    def get_record(self, digest: str) -> RunRecord:
+        """The run record object `digest`, validated (RecordError if it is not one)."""
+        return RunRecord.from_doc(self.get_json(digest), origin=f"run record {digest}")
+
+    def run_manifest(self, record: RunRecord) -> Manifest:
+        """The run's manifest, as `prov exec` built and stored it when the run ended.
+
+        A started run has only its snapshot; a record written before prov stored the run's
+        manifest (no `run_manifest`) is completed by the same rule, from its `facts`."""
+        if record.run_manifest:
+            return self.manifest_object(record.run_manifest)
+        base = self.manifest_object(record.manifest)
+        return run_manifest(base, facts=record.facts) if record.facts else base
 
     # -- comparisons ------------------------------------------------------------
     def put_comparison(self, doc: dict[str, Any]) -> str:

@@ -155,3 +155,9 @@ def self_kl_floor(scores: np.ndarray, storage_dtype: str) -> dict[str, float]:
         return {"mean": float("nan"), "max": float("nan")}
     kl = _kl(_log_softmax(scores[fin]), _log_softmax(stored[fin]))
     return {"mean": float(kl.mean()), "max": float(kl.max())}
+
+
+def kl_rows(p_scores: np.ndarray, q_scores: np.ndarray) -> np.ndarray:
+    """Row-wise KL(P||Q) in float64 of two full-vocabulary score arrays (logits or
+    log-probabilities, renormalised here)."""
+    return _kl(_log_softmax(p_scores), _log_softmax(q_scores))

@@ -15,7 +15,7 @@ from provenance.model.errors import ProvError
 
 ENGINES = ("transformers", "vllm")
 KNOWN_OPTIONS: dict[str, tuple[str, ...]] = {
-    "transformers": ("attn", "sdpa_kernel", "dtype", "device"),
+    "transformers": ("attn", "sdpa_kernel", "dtype", "device", "store"),
     "vllm": ("attention_backend", "kv_cache_dtype", "dtype", "quantization", "topk", "python"),
 }
 DTYPES = ("float32", "bfloat16", "float16")
@@ -70,6 +70,8 @@ class ScoreOutput:
     rows); `kind` says whether the rows are raw logits or log-probabilities. Entries an engine
     did not return (top-k only) are NaN and `full_vocab` is False. `digests` maps a layer
     name to per-block sha256 digests of the raw bytes in the dtype the engine computed in.
+    A hidden-state result (kind "hidden", runners/hidden.py) has no score rows: `storage`
+    describes what was stored instead and `extra_arrays` holds the sampled engine logits.
     """
 
     scores: np.ndarray
@@ -80,6 +82,8 @@ class ScoreOutput:
     final_hidden: np.ndarray | None = None
     head_digest: str | None = None
     notes: list[str] = field(default_factory=list)
+    storage: dict[str, Any] | None = None
+    extra_arrays: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 class Engine(Protocol):

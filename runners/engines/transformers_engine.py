@@ -5,6 +5,11 @@ models silently runs the second with the first's attention implementation. The r
 implementation is read back from the loaded model, and an SDPA call is asked which kernel
 torch picks for its real arguments (torch._fused_sdp_choice), so a run is labelled with what
 ran, not what was requested.
+
+Above runners/hidden.py's HIDDEN_CELLS (scored positions x vocabulary), or with
+`store=hidden`, the run keeps no logits: it stores the final post-norm hidden states, the
+output head's name and sha256, and the engine's logits at a few sampled positions only (the
+forward pass computes no other logits: logits_to_keep).
 """
 
 from __future__ import annotations
@@ -15,19 +20,14 @@ from typing import Any
 
 import numpy as np
 
+from runners import hidden as hs
 from runners.engines.base import EngineConfig, EngineError, ScoreOutput
 from runners.engines.digests import block_digests
 
 SDPA_KERNELS = ("MATH", "FLASH_ATTENTION", "EFFICIENT_ATTENTION", "CUDNN_ATTENTION")
 
 
-def _raw(t) -> np.ndarray:
-    """The tensor's bytes as an integer array of the same width (bf16 has no numpy dtype)."""
-    import torch
-
-    t = t.detach().contiguous().cpu()
-    width = {1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()]
-    return t.view(width).numpy()
+_raw = hs.raw_bits  # the tensor's bytes as an integer array (bf16 has no numpy dtype)
 
 
 def _digest_fn(device: str, notes: list[str]):
@@ -132,20 +132,23 @@ class TransformersEngine:
             from torch.nn.attention import SDPBackend, sdpa_kernel
 
             ctx = sdpa_kernel([getattr(SDPBackend, kernel)])
+        head = model.get_output_embeddings().weight
+        mode = hs.store_mode(self.config.get("store"), len(ids) - 1, int(head.shape[0]))
+        rows = hs.sample_rows(len(ids) - 1) if mode == "hidden" else None
+        keep = 0 if rows is None else torch.from_numpy(rows).to(device)
         x = torch.tensor([ids], dtype=torch.long, device=device)
         recorder = _SdpaRecorder() if attn == "sdpa" else contextlib.nullcontext()
         with torch.inference_mode(), ctx, recorder:
-            out = model(input_ids=x, output_hidden_states=True, use_cache=False)
+            out = model(input_ids=x, output_hidden_states=True, use_cache=False,
+                        logits_to_keep=keep)
         hook.remove()
 
-        logits = out.logits[0, :-1]
         notes: list[str] = []
         digest, algo = _digest_fn(device, notes)
         named = {f"hidden.{i}": h[0] for i, h in enumerate(out.hidden_states)}
         named["final_norm"] = captured["final"][0]
-        named["logits"] = out.logits[0]
+        named["logits" if rows is None else "logits_sampled"] = out.logits[0]
         digests = digest(named, block)
-        head = model.get_output_embeddings().weight
         runtime: dict[str, Any] = {
             "engine": "transformers",
             "transformers_version": transformers.__version__,
@@ -165,13 +168,42 @@ class TransformersEngine:
             if recorder.errors:
                 kern["probe_errors"] = sorted(recorder.errors)
             runtime["attention_backend"]["sdpa_kernel"] = kern
+        head_digest = hashlib.sha256(_raw(head).tobytes()).hexdigest()
+        if rows is not None:
+            return _hidden_output(model, head, head_digest, captured["final"][0], out.logits[0],
+                                  rows, digests, runtime, notes)
         return ScoreOutput(
-            scores=logits.float().cpu().numpy(),
+            scores=out.logits[0, :-1].float().cpu().numpy(),
             kind="logits",
             full_vocab=True,
             digests=digests,
             runtime=runtime,
             final_hidden=captured["final"][0].float().cpu().numpy(),
-            head_digest=hashlib.sha256(_raw(head).tobytes()).hexdigest(),
+            head_digest=head_digest,
             notes=notes,
         )
+
+
+def _hidden_output(model, head, head_digest: str, final, sampled, rows: np.ndarray,
+                   digests: dict, runtime: dict, notes: list[str]) -> ScoreOutput:
+    """A hidden-state result: final post-norm hidden states of the scored rows (raw bits in
+    the model's dtype), the output head's tensor name, and the sampled engine logits."""
+    dtype = str(final.dtype).removeprefix("torch.")
+    name = next(n for n, p in model.named_parameters() if p is head)
+    storage = {"kind": "hidden", "hidden_dtype": dtype, "hidden_shape": [int(final.shape[0]) - 1,
+                                                                       int(final.shape[1])],
+               "head": {"tensor": name, "dtype": str(head.dtype).removeprefix("torch."),
+                        "shape": list(head.shape), "sha256": head_digest},
+               "sampled_rows": len(rows), "threshold_cells": hs.HIDDEN_CELLS}
+    return ScoreOutput(
+        scores=np.zeros((0, int(head.shape[0])), dtype=np.float32),
+        kind="hidden",
+        full_vocab=True,
+        digests=digests,
+        runtime=runtime,
+        final_hidden=_raw(final[:-1]),
+        head_digest=head_digest,
+        notes=notes,
+        storage=storage,
+        extra_arrays={"sample_rows": rows, "sample_logits": _raw(sampled)},
+    )

@@ -73,8 +73,7 @@ def run_cell(p: dict[str, Any], store_root: str | None = None,
              node: dict[str, Any] | None = None) -> dict[str, Any]:
     """Run the cell; with `store_root` None, into a private store whose objects are returned
     under `objects` as (digest, bytes) pairs."""
-    from provenance.store import open_store
-    from provenance.store.merge import export_objects, run_closure
+    from provenance.store import export_objects, open_store, run_closure
 
     t0 = time.time()
     ship = store_root is None
@@ -114,7 +113,7 @@ def run_cell(p: dict[str, Any], store_root: str | None = None,
             "runs": [i.run_id for i in infos],
             "records": [i.record_digest for i in infos],
             "manifest_digest": infos[0].manifest_digest,
-            "snapshot_digest": store.manifest_object(infos[0].record["manifest"]).digest(),
+            "snapshot_digest": store.manifest_object(infos[0].record.manifest).digest(),
             "scores": scores, "verdict": verdict,
             "seconds": round(time.time() - t0, 3),
         }

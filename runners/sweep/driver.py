@@ -47,9 +47,9 @@ class SweepOutcome:
 
 
 def _current_snapshot_digest() -> str:
-    from provenance.snapshot_cache import cached_snapshot
+    from provenance.exec import environment_digest
 
-    return cached_snapshot(sys.executable).manifest_digest
+    return environment_digest(sys.executable)
 
 
 def finished_cells(store, cells: list[Cell], local: bool) -> dict[str, dict[str, Any]]:
@@ -77,8 +77,9 @@ def finished_cells(store, cells: list[Cell], local: bool) -> dict[str, dict[str,
 
 def run_sweep(spec: SweepSpec, store, executor, on_event: Event,
               resume: bool = True) -> SweepOutcome:
-    from provenance.store.merge import import_objects
-    from provenance.store.records import encode, now_iso
+    """Plan, reuse finished cells, run the rest, gate every cell against the reference,
+    compare the comparable ones, and store the sweep record."""
+    from provenance.store import encode
     from runners.prepare import prepare
 
     t0 = time.time()
@@ -87,7 +88,6 @@ def run_sweep(spec: SweepSpec, store, executor, on_event: Event,
                "text_digest": prep.text_digest, "tokens": int(len(prep.ids)),
                "block": spec.block}
     cells = plan(spec, digests)
-    by_id = {c.cell_id: c for c in cells}
     done = finished_cells(store, cells, executor.name == "local") if resume else {}
     results: dict[str, dict[str, Any]] = {}
     for c in cells:
@@ -96,12 +96,27 @@ def run_sweep(spec: SweepSpec, store, executor, on_event: Event,
         if c.key in done:
             results[c.cell_id] = {**done[c.key], "reused": True}
             on_event(c.cell_id, "skipped", {"node": done[c.key].get("node", {})})
-    todo = [c for c in cells if c.cell_id not in results]
     spec_obj = store.put_bytes(spec.path.read_bytes() if spec.path else b"", "sweep.spec")
+    todo = [c for c in cells if c.cell_id not in results]
+    results.update(_run_cells(spec, store, executor, on_event, todo, prep))
+    # 4. the gate across nodes, then figures for the comparable cells
+    vary = vary_for(list(spec.axes), spec.vary)
+    rows = _gate_rows(store, cells, results, vary, prep.ids)
+    ref = next(c for c in cells if c.is_reference)
+    record = _sweep_record(spec, executor, spec_obj, ref.label, vary, prep, rows, t0)
+    digest = store.put_bytes(encode(record), "sweep")
+    return SweepOutcome(record, digest, rows)
+
+
+def _run_cells(spec: SweepSpec, store, executor, on_event: Event, todo: list[Cell],
+               prep) -> dict[str, dict[str, Any]]:
+    """Run the cells not reused; each finished one is stored and journalled at once."""
+    by_id = {c.cell_id: c for c in todo}
     cwd = Path.cwd()
     payloads = [payload(c, spec, prep, cwd) for c in todo]
     resources = {c.cell_id: {"num_cpus": spec.num_cpus, "num_gpus": spec.num_gpus,
                              "resources": c.resources} for c in todo}
+    results: dict[str, dict[str, Any]] = {}
     for p, out in executor.run(payloads, spec.retries, on_event, resources=resources):
         c = by_id[p["cell_id"]]
         if "error" in out:
@@ -110,28 +125,38 @@ def run_sweep(spec: SweepSpec, store, executor, on_event: Event,
                                   "attempts": out.get("attempts")}
             on_event(c.cell_id, "failed", {"error": out["error"]})
             continue
-        shipped = None
-        if "objects" in out:
-            t_merge = time.perf_counter()
-            items = out.pop("objects")
-            res = import_objects(store, items)
-            shipped = {"objects": len(items), "bytes": sum(len(b) for _, b in items),
-                       "added": res.added, "deduplicated": res.present,
-                       "bytes_added": res.bytes_added,
-                       "merge_seconds": round(time.perf_counter() - t_merge, 4)}
-        doc = {"kind": CELL_KIND, "schema_version": 1, "sweep": spec.name,
-               "spec_digest": spec.digest, "key": c.key, "label": c.label, "values": c.values,
-               "engine": c.config.to_json(), "executor": executor.name,
-               "created_at": now_iso(), "shipped": shipped, **out}
-        obj = store.put_bytes(encode(doc), "sweep.cell")
-        journal.append(store, {"key": c.key, "object": obj,
-                               "manifest_digest": doc["manifest_digest"]})
-        results[c.cell_id] = {**doc, "cell_object": obj, "reused": False}
+        results[c.cell_id] = doc = _store_cell(spec, store, executor, c, out)
         on_event(c.cell_id, "done", {"node": doc["node"], "seconds": doc["seconds"],
                                      "attempts": doc["attempts"]})
+    return results
 
-    # 4. the gate across nodes, then figures for the comparable cells
-    vary = vary_for(list(spec.axes), spec.vary)
+
+def _store_cell(spec: SweepSpec, store, executor, c: Cell, out: dict[str, Any]) -> dict:
+    """Merge the objects a remote cell shipped, store the cell document, journal it."""
+    from provenance.store import encode, import_objects, now_iso
+
+    shipped = None
+    if "objects" in out:
+        t_merge = time.perf_counter()
+        items = out.pop("objects")
+        res = import_objects(store, items)
+        shipped = {"objects": len(items), "bytes": sum(len(b) for _, b in items),
+                   "added": res.added, "deduplicated": res.present,
+                   "bytes_added": res.bytes_added,
+                   "merge_seconds": round(time.perf_counter() - t_merge, 4)}
+    doc = {"kind": CELL_KIND, "schema_version": 1, "sweep": spec.name,
+           "spec_digest": spec.digest, "key": c.key, "label": c.label, "values": c.values,
+           "engine": c.config.to_json(), "executor": executor.name,
+           "created_at": now_iso(), "shipped": shipped, **out}
+    obj = store.put_bytes(encode(doc), "sweep.cell")
+    journal.append(store, {"key": c.key, "object": obj,
+                           "manifest_digest": doc["manifest_digest"]})
+    return {**doc, "cell_object": obj, "reused": False}
+
+
+def _gate_rows(store, cells: list[Cell], results: dict[str, dict[str, Any]], vary: list[str],
+               ids) -> list[dict[str, Any]]:
+    """One row per cell: its outcome, its gate against the reference, and its figures."""
     ref = next(c for c in cells if c.is_reference)
     ref_res = results.get(ref.cell_id, {})
     ref_scores = load_scores(store, ref_res["scores"]) if "scores" in ref_res else None
@@ -150,22 +175,26 @@ def run_sweep(spec: SweepSpec, store, executor, on_event: Event,
         if row["state"] == "complete" and ref_scores is not None and not c.is_reference:
             row["gate"] = gate_cell(store, ref_res["runs"][0], r["runs"][0], vary)
             if row["gate"]["gate"] == "passed":
-                row["summary"] = compare_scores(ref_scores, load_scores(store, r["scores"]),
-                                                prep.ids)
+                row["summary"] = compare_scores(ref_scores, load_scores(store, r["scores"]), ids)
         elif c.is_reference and row["state"] == "complete":
             row["gate"] = {"gate": "reference"}
         rows.append(row)
-    record = {"kind": SWEEP_KIND, "schema_version": 1, "name": spec.name,
-              "spec_digest": spec.digest, "spec_object": spec_obj,
-              "spec_path": str(spec.path) if spec.path else None,
-              "executor": executor.name, "ray_address": getattr(executor, "address", None),
-              "axes": spec.axes, "reference": ref.label, "vary": vary,
-              "model_digest": prep.model_digest, "text_digest": prep.text_digest,
-              "tokens": int(len(prep.ids)), "repeats": spec.repeats,
-              "created_at": now_iso(), "seconds": round(time.time() - t0, 3),
-              "driver": {"pid": os.getpid(), "host": os.uname().nodename}, "cells": rows}
-    digest = store.put_bytes(encode(record), "sweep")
-    return SweepOutcome(record, digest, rows)
+    return rows
+
+
+def _sweep_record(spec: SweepSpec, executor, spec_obj: str, reference: str, vary: list[str],
+                  prep, rows: list[dict[str, Any]], t0: float) -> dict[str, Any]:
+    from provenance.store import now_iso
+
+    return {"kind": SWEEP_KIND, "schema_version": 1, "name": spec.name,
+            "spec_digest": spec.digest, "spec_object": spec_obj,
+            "spec_path": str(spec.path) if spec.path else None,
+            "executor": executor.name, "ray_address": getattr(executor, "address", None),
+            "axes": spec.axes, "reference": reference, "vary": vary,
+            "model_digest": prep.model_digest, "text_digest": prep.text_digest,
+            "tokens": int(len(prep.ids)), "repeats": spec.repeats,
+            "created_at": now_iso(), "seconds": round(time.time() - t0, 3),
+            "driver": {"pid": os.getpid(), "host": os.uname().nodename}, "cells": rows}
 
 
 def _object_of(store, key: str) -> str | None:

@@ -38,25 +38,14 @@ def vary_for(axes: list[str], extra: list[str]) -> list[str]:
 
 
 def gate_cell(store, ref_run: str, run: str, vary: list[str]) -> dict[str, Any]:
-    from provenance import __version__
-    from provenance.gate import common_libraries, gate, load_config, with_loaded_libraries
-    from provenance.resolve import resolve
-    from provenance.store.records import now_iso
+    from provenance.gate import compare_runs
 
-    ra, rb = resolve(ref_run, store), resolve(run, store)
-    la, lb = common_libraries(ra.run.record.get("loaded_libraries") or [],
-                              rb.run.record.get("loaded_libraries") or [])
-    config = load_config()
-    config.ignore = tuple(dict.fromkeys(config.ignore + RAY_BOOKKEEPING))
-    result = gate(with_loaded_libraries(ra.manifest, la), with_loaded_libraries(rb.manifest, lb),
-                  vary, config)
-    doc = result.to_json()
-    if not result.ok:
-        return {"gate": "flagged",
-                "differing": {c.key: {"reference": c.a, "cell": c.b} for c in result.refused}}
-    record = {"a": ra.describe(), "b": rb.describe(), "vary": vary, "config": config.source,
-              "created_at": now_iso(), "prov_version": __version__, **doc}
-    return {"gate": "passed", "comparison_record": store.put_comparison(record),
+    c = compare_runs(store, ref_run, run, vary, extra_ignore=RAY_BOOKKEEPING)
+    if not c.ok:
+        return {"gate": "flagged", "differing": {ch.key: {"reference": ch.a, "cell": ch.b}
+                                                 for ch in c.result.refused}}
+    doc = c.to_json()
+    return {"gate": "passed", "comparison_record": c.record,
             "varied_keys": sorted(k for v in doc["varied"].values() for k in v["keys"]),
             "ignored_keys": sorted(doc["ignored"])}
 

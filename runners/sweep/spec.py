@@ -142,21 +142,18 @@ def _path(val: Any, base: Path, where: str) -> Path:
     return p if p.is_absolute() else (base / p)
 
 
-def parse_spec(text: str, where: str = "spec", base: Path | None = None) -> SweepSpec:
-    base = base or Path.cwd()
-    try:
-        doc = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise SpecError(f"{where}: not valid TOML ({exc})") from None
-    _unknown(doc, TOP_KEYS, where)
+def _sweep_table(doc: dict, where: str) -> tuple[dict, str]:
     sw = _table(doc, "sweep", where, required=True)
     _unknown(sw, SWEEP_KEYS, f"{where} [sweep]")
     for key in ("engine", "model", "text"):
         if key not in sw:
             raise SpecError(f"{where} [sweep]: missing {key}")
-    engine = sw["engine"]
-    if not isinstance(engine, str):
+    if not isinstance(sw["engine"], str):
         raise SpecError(f"{where} [sweep].engine: must be a string")
+    return sw, sw["engine"]
+
+
+def _axes(doc: dict, where: str) -> dict[str, list[Any]]:
     axes_t = _table(doc, "axes", where, required=True)
     if not axes_t:
         raise SpecError(f"{where} [axes]: no axis given")
@@ -169,6 +166,10 @@ def parse_spec(text: str, where: str = "spec", base: Path | None = None) -> Swee
         if len(set(map(str, values))) != len(values):
             raise SpecError(f"{where} [axes].{name}: duplicate values")
         axes[name] = list(values)
+    return axes
+
+
+def _options(doc: dict, engine: str, axes: dict[str, list[Any]], where: str) -> dict:
     options = _table(doc, "options", where)
     clash = sorted(set(options) & set(axes))
     if clash:
@@ -177,6 +178,10 @@ def parse_spec(text: str, where: str = "spec", base: Path | None = None) -> Swee
     for name, values in axes.items():
         for v in values:
             _engine_spec(engine, {**options, name: v}, f"{where} [axes].{name}")
+    return options
+
+
+def _reference(doc: dict, axes: dict[str, list[Any]], where: str) -> dict:
     ref = _table(doc, "reference", where, required=True)
     if set(ref) != set(axes):
         missing = sorted(set(axes) - set(ref))
@@ -188,8 +193,10 @@ def parse_spec(text: str, where: str = "spec", base: Path | None = None) -> Swee
         if val not in axes[name]:
             raise SpecError(f"{where} [reference].{name}: {val!r} is not one of the axis "
                             f"values {axes[name]!r}")
-    res_t = _table(doc, "resources", where)
-    _unknown(res_t, RESOURCE_KEYS, f"{where} [resources]")
+    return ref
+
+
+def _resource_rules(res_t: dict, axes: dict[str, list[Any]], where: str) -> list[ResourceRule]:
     rules = []
     for i, rule in enumerate(res_t.get("when", []) or []):
         w = f"{where} [[resources.when]] #{i + 1}"
@@ -201,11 +208,33 @@ def parse_spec(text: str, where: str = "spec", base: Path | None = None) -> Swee
             if k not in axes or v not in axes[k]:
                 raise SpecError(f"{w}.match: {k} = {v!r} names no axis value")
         rules.append(ResourceRule(dict(rule["match"]), _resources(rule["resources"], w)))
+    return rules
+
+
+def _vary(doc: dict, where: str) -> list[str]:
     gate_t = _table(doc, "gate", where)
     _unknown(gate_t, {"vary"}, f"{where} [gate]")
     vary = gate_t.get("vary", [])
     if not isinstance(vary, list) or any(not isinstance(v, str) for v in vary):
         raise SpecError(f"{where} [gate].vary: must be a list of keys, patterns or presets")
+    return list(vary)
+
+
+def parse_spec(text: str, where: str = "spec", base: Path | None = None) -> SweepSpec:
+    base = base or Path.cwd()
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise SpecError(f"{where}: not valid TOML ({exc})") from None
+    _unknown(doc, TOP_KEYS, where)
+    sw, engine = _sweep_table(doc, where)
+    axes = _axes(doc, where)
+    options = _options(doc, engine, axes, where)
+    ref = _reference(doc, axes, where)
+    res_t = _table(doc, "resources", where)
+    _unknown(res_t, RESOURCE_KEYS, f"{where} [resources]")
+    rules = _resource_rules(res_t, axes, where)
+    vary = _vary(doc, where)
     name = sw.get("name", "sweep")
     if not isinstance(name, str) or not name:
         raise SpecError(f"{where} [sweep].name: must be a non-empty string")
@@ -221,7 +250,7 @@ def parse_spec(text: str, where: str = "spec", base: Path | None = None) -> Swee
         num_cpus=_number(res_t.get("num_cpus", 1), f"{where} [resources].num_cpus"),
         num_gpus=_number(res_t.get("num_gpus", 0), f"{where} [resources].num_gpus"),
         resources=_resources(res_t.get("resources", {}), f"{where} [resources].resources"),
-        rules=rules, vary=list(vary),
+        rules=rules, vary=vary,
         digest="sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest(),
     )
 

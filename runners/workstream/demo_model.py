@@ -1,8 +1,8 @@
 """A tiny Qwen3-shaped model trained to memorise one workstream (the replay demo and tests).
 
-Extends runners/demo: the same model shape (head size 32 for vLLM's CPU attention) and a
-real byte-level BPE tokenizer, here with <|im_start|>/<|im_end|> special tokens and the prov
-chat template in tokenizer_config.json. Trained on the rendered workstream until greedy
+Built by the one builder (runners/demo/builder.py): the demo model's shape and a real
+byte-level BPE tokenizer, here with <|im_start|>/<|im_end|> special tokens and the prov chat
+template in tokenizer_config.json. Trained on the rendered workstream until greedy
 prediction of every assistant completion token is right with a logit margin, on one thread
 (the same weights whatever the core count). Built atomically; cached by recipe and the
 workstream's digest.
@@ -10,69 +10,62 @@ workstream's digest.
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
-import tempfile
 from pathlib import Path
 
 from runners.demo import corpus
-from runners.demo.build import CONFIG as DEMO_CONFIG
+from runners.demo.builder import BASE_CONFIG, build_atomically, cached, fresh_model, one_thread
+from runners.demo.builder import train_bpe as _train_bpe
 from runners.workstream.reader import load_workstream
 from runners.workstream.template import IM_END, IM_START, PROV_TEMPLATE, render
 from runners.workstream.types import Workstream
 
 RECIPE = "replay-v1"
+MARKER = "prov-replay-demo.json"
 VOCAB_SIZE = 1024
 EOS = "<|endoftext|>"
 SPECIAL = [EOS, IM_START, IM_END]
-CONFIG = {**DEMO_CONFIG, "vocab_size": VOCAB_SIZE, "max_position_embeddings": 4096}
+CONFIG = {**BASE_CONFIG, "vocab_size": VOCAB_SIZE, "max_position_embeddings": 4096}
 MARGIN = 4.0  # logits: top-1 minus runner-up on every completion token before stopping
 
 
 def _train_tokenizer(text: str, out: Path) -> None:
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
-
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    tok.post_processor = processors.ByteLevel(trim_offsets=False)
-    trainer = trainers.BpeTrainer(vocab_size=VOCAB_SIZE, special_tokens=SPECIAL,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-                                  show_progress=False)
-    tok.train_from_iterator(text.splitlines(keepends=True), trainer=trainer)
-    tok.save(str(out / "tokenizer.json"))
-    (out / "tokenizer_config.json").write_text(json.dumps({
+    _train_bpe(text, out, vocab_size=VOCAB_SIZE, special=SPECIAL, tokenizer_config={
         "tokenizer_class": "PreTrainedTokenizerFast", "eos_token": IM_END, "pad_token": EOS,
         "bos_token": None, "model_max_length": CONFIG["max_position_embeddings"],
         "add_bos_token": False, "clean_up_tokenization_spaces": False,
         "chat_template": PROV_TEMPLATE,
-    }, indent=1))
+    })
 
 
 def _train(out: Path, ws: Workstream, max_steps: int, seed: int = 0) -> dict:
     import torch
     from tokenizers import Tokenizer
-    from transformers import Qwen3Config, Qwen3ForCausalLM
 
     from runners.workstream.render import render_workstream
 
     rendered = render_workstream(ws, PROV_TEMPLATE, out / "tokenizer.json")
     tok = Tokenizer.from_file(str(out / "tokenizer.json"))
     end, pad = tok.token_to_id(IM_END), tok.token_to_id(EOS)
-    cfg = Qwen3Config(**CONFIG, bos_token_id=pad, eos_token_id=end, pad_token_id=pad)
-    cfg._attn_implementation = "sdpa"
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    torch.manual_seed(seed)
-    model = Qwen3ForCausalLM(cfg).float()
     ids = torch.tensor(rendered.ids, dtype=torch.long)[None]
     # the targets greedy replay must reproduce: every token of every assistant completion
     target = torch.zeros(ids.shape[1], dtype=torch.bool)
     for t in rendered.turns:
         s = rendered.piece_start(t.completion_piece)
         target[s : s + len(rendered.pieces[t.completion_piece].ids)] = True
-    rows = target[1:]
+    with one_thread():
+        model = fresh_model(CONFIG, bos=pad, eos=end, pad=pad, seed=seed)
+        step, loss, margin = _memorise(model, ids, target[1:], max_steps)
+    model.eval()
+    model.save_pretrained(str(out), safe_serialization=True)
+    return {"steps": step, "loss_last": loss, "min_margin": margin,
+            "tokens": int(ids.shape[1]), "completion_tokens": int(target.sum())}
+
+
+def _memorise(model, ids, rows, max_steps: int) -> tuple[int, float, float]:
+    """Full-sequence AdamW steps until greedy prediction of every `rows` token is right with
+    a logit margin of MARGIN (checked every 20 steps); (steps, last loss, min margin)."""
+    import torch
+
     opt = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.0)
     step, margin, loss = 0, float("-inf"), float("nan")
     for step in range(1, max_steps + 1):
@@ -92,42 +85,27 @@ def _train(out: Path, ws: Workstream, max_steps: int, seed: int = 0) -> dict:
             margin = float((top2.values[:, 0] - top2.values[:, 1]).min())
             if right and margin >= MARGIN:
                 break
-    torch.set_num_threads(threads)
-    model.eval()
-    model.save_pretrained(str(out), safe_serialization=True)
-    return {"steps": step, "loss_last": loss, "min_margin": margin,
-            "tokens": int(ids.shape[1]), "completion_tokens": int(target.sum())}
+    return step, loss, margin
 
 
 def build(out_dir: Path, workstream: Path, max_steps: int = 1500) -> Path:
-    out_dir = Path(out_dir)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
     ws = load_workstream(workstream)
-    tmp = Path(tempfile.mkdtemp(prefix=".replay-build-", dir=out_dir.parent))
-    try:
+
+    def make(tmp: Path) -> dict:
         msgs = [m.to_template() for m in ws.messages]
         text = render(PROV_TEMPLATE, msgs, [t.to_template() for t in ws.tools])
         _train_tokenizer(text * 4 + corpus.generate(n_paragraphs=100), tmp)
         info = _train(tmp, ws, max_steps)
         info.update(recipe=RECIPE, workstream_digest=ws.digest)
-        (tmp / "prov-replay-demo.json").write_text(json.dumps(info, indent=1))
-        if out_dir.exists():
-            shutil.rmtree(out_dir)
-        os.replace(tmp, out_dir)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
-    return out_dir
+        return info
+
+    return build_atomically(out_dir, MARKER, make)
 
 
 def ensure(out_dir: Path, workstream: Path, max_steps: int = 1500) -> Path:
     """The trained model at out_dir, training it if missing, stale, or for another file."""
-    marker = Path(out_dir) / "prov-replay-demo.json"
-    try:
-        info = json.loads(marker.read_text())
-        if info.get("recipe") == RECIPE and \
-                info.get("workstream_digest") == load_workstream(workstream).digest:
-            return Path(out_dir)
-    except (OSError, ValueError):
-        pass
+    digest = load_workstream(workstream).digest
+    if cached(out_dir, MARKER, lambda i: i.get("recipe") == RECIPE
+              and i.get("workstream_digest") == digest):
+        return Path(out_dir)
     return build(out_dir, workstream, max_steps)

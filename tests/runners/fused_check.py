@@ -9,9 +9,9 @@ import sys
 import numpy as np
 import torch
 
+from bench.gpu.variants import analyse_torch  # the torch reference (bench-only code)
 from runners.gpu.digest import digest_many, digest_numpy, digest_triton
-from runners.gpu.stats import analyse_fused as _analyse_fused
-from runners.gpu.stats import analyse_torch
+from runners.gpu.fused import analyse_fused as _analyse_fused
 
 # argv: [seed] [device]: "cpu" under TRITON_INTERPRET=1 (CI), "cuda" on a GPU (the bench
 # machine): the kernels run on DEVICE, the references and comparisons on the host
@@ -27,9 +27,7 @@ def on_device(fn, x, *args, **kw):
     return fn(x.to(DEVICE), *args, **kw)
 
 
-VARIANTS = [("block", {"variant": "block"}), ("lanes", {"variant": "lanes"}),
-            ("online", {"variant": "online"}),
-            ("online-plain", {"variant": "online", "prefetch": False})]
+VARIANTS = [("online", {})]  # the runner's one kernel (the bench times the baselines)
 
 
 def truth64(r, c, nxt):

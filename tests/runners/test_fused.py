@@ -1,4 +1,5 @@
-"""The GPU kernels (runners/gpu) against their references.
+"""The GPU kernels (runners/gpu) against their references (bench/gpu/variants.py:analyse_torch,
+the torch reference; digest_numpy, the host one).
 
 The Triton kernels run under TRITON_INTERPRET=1 on CPU in a child process (torch stays out of
 the pytest process); with PROV_FUSED_DEVICE=cuda the same tests run the compiled kernels on a
@@ -113,8 +114,7 @@ def interpreted() -> dict:
 
 
 def test_fused_top1_exact(interpreted):
-    assert {c["variant"] for c in interpreted["stats"]} == {"block", "lanes", "online",
-                                                             "online-plain"}
+    assert {c["variant"] for c in interpreted["stats"]} == {"online"}
     for case in interpreted["stats"]:
         assert case["top1_equal"] and case["top1_equal_numpy"], case
 
@@ -146,6 +146,6 @@ def test_triton_digest_equals_host_digest(interpreted):
 
 def test_fused_handles_negative_infinity(interpreted):
     # masked vocabulary, a candidate zero where the reference has mass, one finite logit
-    assert len(interpreted["neg_inf"]) == 4
+    assert len(interpreted["neg_inf"]) == 1
     for case in interpreted["neg_inf"]:
         assert case["top1_equal"] and case["kl_inf"] and all(case["close"].values()), case

@@ -127,7 +127,7 @@ def test_result_record_card_and_gate(replayed, replay_model):
     assert len(runs) == 4
     facts = store.run_manifest(runs[2].record).facts
     assert facts["runtime"]["transformers"]["kv_cache_dtype"]["resolved"] == "int4-emulated"
-    assert runs[0].record["params"]["workstream_ids_digest"] == r.ids_digest
+    assert runs[0].record.params["workstream_ids_digest"] == r.ids_digest
     for cmp_ in doc["comparisons"]:
         assert cmp_["gate"] == "passed"
     assert "runtime.transformers.kv_cache_dtype.resolved" in \

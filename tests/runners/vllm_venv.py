@@ -21,7 +21,7 @@ MARKER = VENV / ".prov-complete"
 # torchvision/torchaudio/torchcodec as pulled need CUDA libraries and break `import vllm`.
 REMOVE = ["torchvision", "torchaudio", "torchcodec"]
 
-# The environment every vLLM CPU engine run gets (see README, "Runners").
+# The environment every vLLM CPU engine run gets (see docs/guides/repeat-diverge.md, "Engine specs").
 VLLM_ENV = {
     "VLLM_CPU_KVCACHE_SPACE": "1",
     "HF_HUB_OFFLINE": "1",

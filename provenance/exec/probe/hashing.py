@@ -4,11 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from provenance.exec.libraries import FileHasher
 
-def file_hasher(cache: Path | None = None):
-    # the loaded-libraries hasher; it moves from runners/ into provenance/exec/ (layout)
-    try:
-        from provenance.exec.libraries import FileHasher
-    except ImportError:
-        from runners.loaded_libs import FileHasher
+
+def file_hasher(cache: Path | None = None) -> FileHasher:
     return FileHasher(cache)

@@ -16,7 +16,8 @@ from provenance.audit.base import Package
 from provenance.audit.osv_db import Advisory, OsvDbBackend, matches
 from provenance.model import Manifest
 from provenance.sbom import validate
-from tests.provenance.sbom.helpers_sbom import check_golden, prov, sample_facts
+from tests.golden import check_golden
+from tests.provenance.sbom.helpers_sbom import prov, sample_facts
 
 # Real advisories (GitHub Advisory Database / PyPA, in OSV format), trimmed of references.
 REQUESTS_GHSA = {
@@ -142,7 +143,7 @@ def test_offline_audit_cli(tmp_path, osv_db):
     doc.pop("subject")
     doc["database"]["path"] = "OSV_DB"
     doc["backend"] = "osv-db OSV_DB"
-    check_golden("audit-offline.json", json.dumps(doc, indent=2, sort_keys=True) + "\n")
+    check_golden("audit/audit-offline.json", json.dumps(doc, indent=2, sort_keys=True) + "\n")
 
     text = sbom.read_text()
     validate(text)

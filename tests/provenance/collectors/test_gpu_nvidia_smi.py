@@ -1,7 +1,8 @@
 """The GPU collector against nvidia-smi, on machines that have an NVIDIA GPU.
 
-CI has no GPU, so this module skips there; it runs on the lent H200 machine (see the README's
-"GPU check" section) where it compares every identity field with nvidia-smi's own answer.
+CI has no GPU, so this module skips there; it runs on the lent H200 machine (docs/guides/gpu.md;
+its result: bench/results/2026-11-30-h200/manifest.md), where it compares every identity
+field with nvidia-smi's own answer.
 """
 
 from __future__ import annotations

@@ -125,3 +125,29 @@ def test_unavailable_interpreter_is_recorded(tmp_path):
 
     manifest, _ = take_snapshot(SnapshotOptions(python=str(tmp_path / "nope")))
     assert manifest.facts["python"].startswith("unavailable: no interpreter at")
+
+
+def test_distributions_found_as_importlib_metadata_finds_them(tmp_path):
+    """The collector scans sys.path itself (no importlib.metadata import in the foreign
+    interpreter); it must find what importlib.metadata finds: dist-info, egg-info
+    directories and files, an .egg's EGG-INFO, and Debian's dist-packages."""
+    import re
+    from importlib import metadata
+
+    site = tmp_path / "site"
+    make_dist(site, "wheel-one", "1.0", {"one/__init__.py": b""})
+    (site / "Egg_Dir-2.0.egg-info").mkdir()
+    (site / "Egg_Dir-2.0.egg-info" / "PKG-INFO").write_text("Name: egg-dir\nVersion: 2.0\n\n")
+    (site / "egg_file-3.0-py3.11.egg-info").write_text("Name: egg-file\nVersion: 3.0\n\n")
+    egg = tmp_path / "old_egg-4.0-py3.11.egg"
+    (egg / "EGG-INFO").mkdir(parents=True)
+    (egg / "EGG-INFO" / "PKG-INFO").write_text("Name: old-egg\nVersion: 4.0\n\n")
+    paths = [str(site), str(egg), "/usr/lib/python3/dist-packages", str(tmp_path / "nowhere")]
+
+    def norm(name: str) -> str:
+        return re.sub(r"[-_.]+", "-", name).lower()
+
+    expected = {norm(d.metadata["Name"]): d.version for d in metadata.distributions(path=paths)}
+    got = python_env.collect(paths)["section"]["packages"]
+    assert {n: e["version"] for n, e in got.items()} == expected
+    assert {"wheel-one", "egg-dir", "egg-file", "old-egg"} <= set(got)

@@ -15,7 +15,8 @@ from provenance.publish.bundle import SBOM_NAME, SIGNED_NAME, UNSIGNED_NAME, pub
 from provenance.publish.dsse import pae
 from provenance.publish.kl import ITEMS
 from provenance.publish.verify import verify_bundle
-from tests.provenance.sbom.helpers_sbom import check_golden, prov, sample_manifest, sample_subject
+from tests.golden import check_golden
+from tests.provenance.sbom.helpers_sbom import prov, sample_manifest, sample_subject
 
 
 def test_pae_matches_the_dsse_spec_vector():
@@ -192,7 +193,7 @@ def test_unsigned_bundle_says_so_and_tamper_still_caught(tmp_path, keys):
 def test_golden_statement(tmp_path):
     out = tmp_path / "b"
     publish(_results(tmp_path), sample_subject(), out, parameters={"model": "qwen3-8b"})
-    check_golden("sample-statement.intoto.json", (out / UNSIGNED_NAME).read_text())
+    check_golden("publish/sample-statement.intoto.json", (out / UNSIGNED_NAME).read_text())
 
 
 def test_kl_result_without_full_card_is_refused_with_missing_items(tmp_path):
@@ -307,4 +308,4 @@ def test_golden_verify_report(tmp_path):
     publish(_results(tmp_path), sample_subject(), out, parameters={"model": "qwen3-8b"})
     r = prov("verify", str(out), "--json")
     assert r.returncode == 0, r.stdout
-    check_golden("sample-verify.json", r.stdout.replace(str(out), "BUNDLE"))
+    check_golden("publish/sample-verify.json", r.stdout.replace(str(out), "BUNDLE"))

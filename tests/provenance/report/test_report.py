@@ -223,3 +223,52 @@ def test_stored_sweep_record(tmp_path):
     assert "FLAGGED: env.OMP_NUM_THREADS" in table and "node n3" in table
     assert "demo-2x2" in html
 
+
+
+def _segmented_result(path, n: int = 600):
+    """A divergence result whose text had segments: disagreements only in code."""
+    from types import SimpleNamespace
+
+    from runners import api
+    from runners.demo.segments import generate_segmented
+    from runners.diverge import add_segments, summarise
+
+    text, segs = generate_segmented(3 * (n + 1), seed=2)
+    offsets = [(3 * i, 3 * i + 3) for i in range(n + 1)]
+    kinds = [next((s["type"] for s in segs if s["start"] <= o[0] < s["end"]), "-")
+             for o in offsets[1:]]
+    top = np.zeros(n, dtype=np.int64)
+    cand = np.array([1 if k == "code" and j % 7 == 0 else 0 for j, k in enumerate(kinds)])
+    per = {"ref_top1": top, "cand_top1": cand, "margin": np.full(n, 0.3),
+           "kl_ref_cand": np.where(cand > 0, 1e-2, 1e-6), "kl_cand_ref": np.full(n, 1e-6),
+           "delta_p": np.zeros(n)}
+    ids = np.arange(n + 1) % 50
+    summary, arrays = summarise(per, ids, {"storage_dtype": "synthetic", "ref": {"max": 0.0},
+                                           "cand": {"max": 0.0}})
+    add_segments(summary, arrays, SimpleNamespace(offsets=offsets, segments=segs))
+    card = api.DisclosureCard(*(["synthetic: segmented test result"] * 9))
+    meta = {"engines": [{"engine": "synthetic"}, {"engine": "synthetic"}],
+            "model_digest": "none", "tokenizer_digest": "none", "text_digest": "none",
+            "positions": {"n_tokens": n + 1, "scored": n}, "summary": summary,
+            "comparison": {"gate": "not run (synthetic)"},
+            "runs": {"reference": None, "candidate": None}}
+    return api.write_result(path, "diverge", meta, arrays, card), summary
+
+
+def test_report_summarises_disagreements_by_segment_type(tmp_path):
+    from provenance.report import build_report
+
+    result, summary = _segmented_result(tmp_path / "res")
+    html = build_report(str(result))
+    section = html[html.index("<section id=\"segments\">"):]
+    section = section[:section.index("</section>")]
+    code = summary["segments"]["by_type"]["code"]
+    assert code["disagreements"] > 0 and summary["segments"]["by_type"]["prose"][
+        "disagreements"] == 0
+    # one row per type, the code row first (highest rate) with its counts
+    rows = re.findall(r"<tr><td>([^<]+)</td><td>(\d+)</td><td>(\d+) \(", section)
+    assert rows[0] == ("code", str(code["positions"]), str(code["disagreements"]))
+    assert {r[0] for r in rows} == set(summary["segments"]["by_type"])
+    # the clusters table names each cluster's segment type
+    text = html[html.index("<section id=\"text\">"):]
+    assert "<th>segment</th>" in text and "<td>code</td>" in text

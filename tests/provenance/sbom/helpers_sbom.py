@@ -1,5 +1,5 @@
 """Shared test inputs for sbom/audit/publish: a synthetic manifest shaped like the collectors'
-output (image, dpkg, Python, GPU stack), golden-file comparison, and the prov CLI runner."""
+output (image, dpkg, Python, GPU stack) and the prov CLI runner. Golden files: tests/golden.py."""
 
 from __future__ import annotations
 
@@ -11,8 +11,6 @@ from pathlib import Path
 from provenance.model import Manifest
 from provenance.publish.inputs import RunInfo, Subject
 
-GOLDEN = Path(__file__).parent / "golden"
-UPDATE = os.environ.get("PROV_UPDATE_GOLDEN") == "1"
 PROV = [sys.executable, "-c", "from provenance.cli import main; main()"]
 
 
@@ -105,18 +103,6 @@ def sample_subject(with_run: bool = True) -> Subject:
     m = sample_manifest()
     return Subject(m, label="sample", kind="run" if with_run else "image",
                    run=sample_run(m) if with_run else None)
-
-
-def check_golden(name: str, text: str) -> None:
-    """Compare with tests/provenance/sbom/golden/NAME; PROV_UPDATE_GOLDEN=1 rewrites it."""
-    path = GOLDEN / name
-    if UPDATE:
-        path.parent.mkdir(exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    assert path.exists(), f"missing golden file {path}; run with PROV_UPDATE_GOLDEN=1"
-    assert text == path.read_text(encoding="utf-8"), (
-        f"{name} differs from its golden file; if intended, rerun with PROV_UPDATE_GOLDEN=1"
-    )
 
 
 def prov(*args: str, cwd: Path | None = None, timeout: int = 120,

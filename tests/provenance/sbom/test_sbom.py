@@ -16,8 +16,8 @@ from provenance.model import Manifest
 from provenance.model.errors import ProvError
 from provenance.sbom import build_bom, render, serial_for, validate
 from provenance.sbom.source import this_environment
+from tests.golden import check_golden
 from tests.provenance.sbom.helpers_sbom import (
-    check_golden,
     prov,
     sample_manifest,
     sample_subject,
@@ -138,9 +138,9 @@ def test_purls_image_gpu_stack_and_run():
 
 def test_golden_files():
     subject = sample_subject()
-    check_golden("sample-run.cdx.json", render(build_bom(subject), "cyclonedx-json"))
-    check_golden("sample-run.cdx.xml", render(build_bom(subject), "cyclonedx-xml"))
-    check_golden("sample-image.cdx.json", render(build_bom(sample_subject(with_run=False))))
+    check_golden("sbom/sample-run.cdx.json", render(build_bom(subject), "cyclonedx-json"))
+    check_golden("sbom/sample-run.cdx.xml", render(build_bom(subject), "cyclonedx-xml"))
+    check_golden("sbom/sample-image.cdx.json", render(build_bom(sample_subject(with_run=False))))
 
 
 def test_strict_validator_rejects_an_invalid_document():

@@ -1,7 +1,7 @@
 """The SBOM's GPU stack against nvidia-smi and torch, on machines with an NVIDIA GPU.
 
 CI has no GPU, so this module skips there; it runs on a lent GPU machine (see
-README, "SBOMs, vulnerability audits and signed result bundles") where every GPU/driver/CUDA component is compared with nvidia-smi's and
+docs/guides/gpu.md) where every GPU/driver/CUDA component is compared with nvidia-smi's and
 torch's own answers.
 """
 

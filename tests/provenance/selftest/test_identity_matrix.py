@@ -92,9 +92,9 @@ def test_every_run_is_a_recorded_prov_exec_run(matrix):
         if row["name"] == "user":
             continue  # recorded in the nobody-owned store next to it
         rec = store.get_run(row["run_id"]).record
-        assert rec["state"] == "complete" and rec["exit_status"] == 0
-        assert rec["name"] == f"selftest-{row['name']}"
-        assert rec["outputs"], rec["outputs"]
+        assert rec.state == "complete" and rec.exit_status == 0
+        assert rec.name == f"selftest-{row['name']}"
+        assert rec.outputs, rec.outputs
 
 
 def test_markdown_table_has_one_line_per_row(matrix):

@@ -45,8 +45,8 @@ def test_time_zone_is_context():
 
 def test_env_extra_reaches_the_identity(tmp_path, monkeypatch):
     # found by the matrix: run_supervised(env_extra=...) reached the command, not its identity
+    from provenance.exec import run_supervised
     from provenance.store import open_store
-    from runners.supervisor import run_supervised
 
     monkeypatch.chdir(tmp_path)
     store = open_store(tmp_path / "store")
@@ -60,7 +60,7 @@ def test_env_extra_reaches_the_identity(tmp_path, monkeypatch):
     env = store.run_manifest(ra).facts["env"]
     assert env["OPENBLAS_CORETYPE"] == "Prescott"
     assert env["HF_TOKEN"] == "<redacted>" and "UNRELATED_VAR" not in env
-    assert secret not in store.get_bytes(ra["manifest"]).decode()
-    assert ra["manifest_digest"] != rb["manifest_digest"]
-    assert ra["manifest_digest"] == store.run_manifest(ra).digest()
-    assert ra["drift"] == {"checked": True, "detected": False}
+    assert secret not in store.get_bytes(ra.manifest).decode()
+    assert ra.manifest_digest != rb.manifest_digest
+    assert ra.manifest_digest == store.run_manifest(ra).digest()
+    assert ra.drift == {"checked": True, "detected": False}

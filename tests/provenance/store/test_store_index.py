@@ -9,7 +9,7 @@ import pytest
 
 from provenance.model import Manifest
 from provenance.model.errors import ProvError
-from provenance.store import open_store
+from provenance.store import RunRecord, open_store
 from provenance.store.records import new_run_id, now_iso, supervisor_identity
 
 
@@ -17,13 +17,14 @@ def started(store, run_id=None, supervisor=None, manifest=None):
     manifest = manifest or store.put_manifest(Manifest({"env": {"A": "1"}}))
     rec = {
         "run_id": run_id or new_run_id(),
+        "state": "started",
         "command": ["true"],
         "started_at": now_iso(),
         "manifest": manifest,
         "manifest_digest": store.manifest_object(manifest).digest(),
         "supervisor": supervisor or supervisor_identity(),
     }
-    return rec, store.create_run(rec)
+    return rec, store.create_run(RunRecord.from_doc(rec))
 
 
 def finish(store, rec, previous, status=0):
@@ -35,7 +36,7 @@ def finish(store, rec, previous, status=0):
         "exit_status": status,
         "logs": {"stdout": {"digest": log, "size": 4}},
     }
-    return store.finalize_run(final, previous)
+    return store.finalize_run(RunRecord.from_doc(final), previous)
 
 
 def dead_pid() -> int:
@@ -51,7 +52,7 @@ def test_run_lifecycle_and_prefix_lookup(tmp_path):
     final = finish(store, rec, first, status=3)
     info = store.get_run("abc0")
     assert info.state == "complete" and info.exit_status == 3 and info.record_digest == final
-    assert info.record["previous"] == first
+    assert info.record.previous == first
     started(store, run_id="abc0000000000002")
     with pytest.raises(ProvError, match="ambiguous"):
         store.get_run("abc")
@@ -97,7 +98,7 @@ def test_fsck_reports_missing_orphaned_and_unindexed(tmp_path):
     store = open_store(tmp_path / "s")
     rec, first = started(store)
     final = finish(store, rec, first)
-    log = store.get_run(rec["run_id"]).record["logs"]["stdout"]["digest"]
+    log = store.get_run(rec["run_id"]).record.logs["stdout"]["digest"]
     store.put_bytes(b"nobody refers to me")
     os.unlink(store.objects.path_for(log))
     # a run record whose index row was never written (prov killed in between)

@@ -1,0 +1,260 @@
+"""File verification of an image's final view: every file a package claims, re-hashed.
+
+The digests were taken while the layers streamed (`FileView.digests`, see filehash.py);
+here they meet the claims, all read from the same final view:
+
+- Python: each `*.dist-info/RECORD` row with a `sha256=` hash (urlsafe base64, no padding),
+  the path relative to the site-packages directory; rows without a hash (RECORD itself,
+  often .pyc) are not checked; when a path appears twice the last row wins, as pip's
+  uninstaller reads it.
+- dpkg: `var/lib/dpkg/info/<package>.md5sums` of every installed package (md5, paths
+  relative to the root; conffiles are not in it, as with `dpkg --verify`).
+- conda: `<prefix>/conda-meta/*.json` `paths_data.paths[]` (`sha256_in_prefix` when the
+  installer rewrote the prefix, else `sha256`), paths relative to the prefix.
+
+Claimed paths are resolved through the image's symlinks (a usr-merged `bin/bash` is
+`usr/bin/bash`). A claimed file that is not a regular file of the final view is missing;
+the layer whose whiteout removed it is named when known.
+
+Unclaimed files (Python only; see `unclaimed`): a site-packages directory's *package roots*
+are the top-level entries (`vllm/`, `six.py`, `idna-3.10.dist-info/`) that some RECORD of
+that directory lists a file under. A regular file under a package root that no RECORD and
+no dpkg md5sums lists is unclaimed, charged to the distribution owning its nearest
+directory (a root shared by several, like `nvidia/`, is charged to none: the file goes to
+`unowned:<site-packages>`). Top-level files and directories that nothing lists at all (a
+stray `sitecustomize.py`, a `.pth` no installer wrote) are unowned too. `__pycache__`
+byte-code is skipped: the interpreter writes it at import time, unlisted.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import posixpath
+from dataclasses import dataclass, field
+
+from containers.catalog import INFO, STATUS_D, PythonDist
+from containers.catalogers import python_dist
+from containers.filehash import FileDigest
+from containers.walk import FileView
+
+UNOWNED = "unowned:"
+
+
+@dataclass(frozen=True)
+class FileIssue:
+    path: str  # "/opt/venv/lib/python3.11/site-packages/vllm/envs.py"
+    layer: int | None  # the layer that last wrote (or deleted) it; None when unknown
+    expected: str  # "sha256:<hex>" / "md5:<hex>" as the package claims ("" if unclaimed)
+    actual: str  # the final view's digest ("" if missing)
+
+
+@dataclass
+class PackageCheck:
+    checked: int = 0
+    modified: list[FileIssue] = field(default_factory=list)
+    missing: list[FileIssue] = field(default_factory=list)
+    unclaimed: list[FileIssue] = field(default_factory=list)
+
+    @property
+    def clean(self) -> bool:
+        return not (self.modified or self.missing or self.unclaimed)
+
+
+# a claim: final-view path -> (algorithm, expected digest bytes)
+Claims = dict[str, tuple[str, bytes]]
+
+
+def _actual(d: FileDigest, algo: str) -> bytes | None:
+    return d.sha256 if algo == "sha256" else d.md5
+
+
+def check_claims(view: FileView, claims: Claims) -> PackageCheck:
+    """Compare one package's claims with the final view's digests."""
+    out = PackageCheck()
+    for path in sorted(claims):
+        algo, want = claims[path]
+        real = view.resolve(path)
+        found = view.digests.get(real) if real is not None else None
+        if found is None:
+            gone = view.deleted.get(real or path)
+            out.missing.append(FileIssue("/" + path, gone, f"{algo}:{want.hex()}", ""))
+            continue
+        got = _actual(found, algo)
+        if got is None:  # not hashed with this algorithm (see filehash.py): not checkable
+            continue
+        out.checked += 1
+        if got != want:
+            out.modified.append(
+                FileIssue("/" + path, found.layer, f"{algo}:{want.hex()}", f"{algo}:{got.hex()}")
+            )
+    return out
+
+
+def _record_path(location: str, row_path: str) -> str:
+    return posixpath.normpath(posixpath.join("/" + location, row_path)).lstrip("/")
+
+
+def record_listed(location: str, record: bytes) -> set[str]:
+    """Every path a RECORD lists, hashed or not (RECORD itself, unhashed .pyc rows)."""
+    rows = python_dist.record_rows(record.decode("utf-8", "replace"))
+    return {_record_path(location, row[0]) for row in rows if row and row[0]}
+
+
+def record_claims(location: str, record: bytes) -> Claims:
+    """A RECORD's hashed rows as final-view paths (`location` without the leading /)."""
+    claims: Claims = {}
+    for row in python_dist.record_rows(record.decode("utf-8", "replace")):
+        if len(row) < 2 or "=" not in row[1]:
+            continue
+        algo, _, b64 = row[1].partition("=")
+        if algo != "sha256":
+            continue
+        try:
+            want = base64.urlsafe_b64decode(b64 + "=" * (-len(b64) % 4))
+        except ValueError:
+            continue
+        path = _record_path(location, row[0])
+        claims.pop(path, None)  # the last row wins, in row order
+        claims[path] = ("sha256", want)
+    return claims
+
+
+def md5sums_claims(data: bytes) -> Claims:
+    """`<md5>  <path>` lines of a dpkg md5sums file."""
+    claims: Claims = {}
+    for line in data.decode("utf-8", "surrogateescape").splitlines():
+        digest, _, path = line.partition(" ")
+        path = path.lstrip(" *").lstrip("/")
+        if len(digest) != 32 or not path:
+            continue
+        try:
+            claims[path] = ("md5", bytes.fromhex(digest))
+        except ValueError:
+            continue
+    return claims
+
+
+def conda_claims(prefix: str, data: bytes) -> Claims:
+    """`paths_data.paths` of one conda-meta record (prefix without the leading /)."""
+    try:
+        doc = json.loads(data)
+    except ValueError:
+        return {}
+    paths = (doc.get("paths_data") or {}).get("paths") if isinstance(doc, dict) else None
+    claims: Claims = {}
+    for item in paths if isinstance(paths, list) else []:
+        if not isinstance(item, dict) or not isinstance(item.get("_path"), str):
+            continue
+        digest = item.get("sha256_in_prefix") or item.get("sha256")
+        if item.get("path_type") == "softlink" or not isinstance(digest, str):
+            continue
+        try:
+            want = bytes.fromhex(digest)
+        except ValueError:
+            continue
+        claims[posixpath.normpath(f"{prefix}/{item['_path']}").lstrip("/")] = ("sha256", want)
+    return claims
+
+
+def dpkg_claims(view: FileView, dpkg_keys: list[str]) -> dict[str, Claims]:
+    """`dpkg:<key>` -> claims, for every installed package that has an md5sums file."""
+    out: dict[str, Claims] = {}
+    for key in dpkg_keys:
+        names = (key, key.split(":")[0]) if ":" in key else (key,)
+        for name in names:
+            found = view.files.get(f"{INFO}{name}.md5sums")
+            found = found or view.files.get(f"{STATUS_D}{name}.md5sums")  # distroless
+            if found is not None:
+                out[f"dpkg:{key}"] = md5sums_claims(found[1])
+                break
+    return out
+
+
+def python_claims(view: FileView, dists: list[tuple[str, PythonDist]]) -> dict[str, Claims]:
+    """Package key -> claims, for every distribution with a RECORD or a conda record."""
+    out: dict[str, Claims] = {}
+    for key, dist in dists:
+        if dist.meta.endswith(".dist-info"):
+            record = view.files.get(f"{dist.meta}/RECORD")
+            if record is not None:
+                out[key] = record_claims(dist.location.lstrip("/"), record[1])
+        elif dist.meta.endswith(".json") and dist.facts.get("installer") == "conda":
+            found = view.files.get(dist.meta)
+            prefix = dist.meta.rsplit("/", 2)[0]
+            if found is not None:
+                out[key] = conda_claims(prefix, found[1])
+    return out
+
+
+def _top(path: str, site: str) -> str | None:
+    """The top-level entry of `site` that `path` lies under (None: not under it)."""
+    if not path.startswith(site + "/"):
+        return None
+    return path[len(site) + 1 :].split("/", 1)[0]
+
+
+def _owners_by_dir(site: str, listed: dict[str, set[str]], keys: list[str]) -> dict[str, str]:
+    """Directory under `site` -> the one package listing files in it ("" if several)."""
+    owner: dict[str, str] = {}
+    for key in keys:
+        for path in listed[key]:
+            d = path.rpartition("/")[0]
+            while len(d) > len(site) and d.startswith(site + "/"):
+                if owner.setdefault(d, key) != key:
+                    owner[d] = ""
+                d = d.rpartition("/")[0]
+    return owner
+
+
+def unclaimed(
+    view: FileView, site: str, listed: dict[str, set[str]], keys: list[str], claimed: set[str]
+) -> dict[str, list[FileIssue]]:
+    """Unclaimed regular files under one site-packages directory, by the package charged
+    (`unowned:/<site>` when no single package owns the place); see the module docstring."""
+    roots = {_top(p, site) for key in keys for p in listed[key]} - {None}
+    owner = _owners_by_dir(site, listed, keys)
+    out: dict[str, list[FileIssue]] = {}
+    for path, d in view.digests.items():
+        top = _top(path, site)
+        if top is None or path in claimed or "/__pycache__/" in path or top == "__pycache__":
+            continue
+        charged = f"{UNOWNED}/{site}"
+        if top in roots:
+            parent = path.rpartition("/")[0]
+            while parent.startswith(site + "/") and parent not in owner:
+                parent = parent.rpartition("/")[0]
+            charged = owner.get(parent) or charged
+        issue = FileIssue("/" + path, d.layer, "", "sha256:" + d.sha256.hex())
+        out.setdefault(charged, []).append(issue)
+    return out
+
+
+def verify_files(
+    view: FileView, dists: list[PythonDist], dpkg_keys: list[str]
+) -> dict[str, PackageCheck]:
+    """Every package's file check, keyed as the lock keys packages (plus `unowned:` keys)."""
+    from containers.catalog import dist_keys
+
+    keyed = dist_keys(dists)
+    claims = dpkg_claims(view, dpkg_keys)
+    claims.update(python_claims(view, keyed))
+    checks = {key: check_claims(view, c) for key, c in claims.items()}
+    listed: dict[str, set[str]] = {}
+    sites: dict[str, list[str]] = {}
+    for key, dist in keyed:
+        record = view.files.get(f"{dist.meta}/RECORD")
+        if dist.meta.endswith(".dist-info") and record is not None:
+            site = dist.location.lstrip("/")
+            listed[key] = record_listed(site, record[1])
+            sites.setdefault(site, []).append(key)
+    claimed = {view.resolve(p) or p for c in claims.values() for p in c}
+    claimed.update(view.resolve(p) or p for paths in listed.values() for p in paths)
+    for site, keys in sorted(sites.items()):
+        for key, issues in unclaimed(view, site, listed, keys, claimed).items():
+            checks.setdefault(key, PackageCheck()).unclaimed.extend(sorted(issues, key=_by_path))
+    return dict(sorted(checks.items()))
+
+
+def _by_path(issue: FileIssue) -> str:
+    return issue.path

@@ -1,0 +1,175 @@
+"""`requirements.txt` as pip reads it (pip's `req_file.py`), for `prov verify --lock`.
+
+- physical lines ending in `\\` join the next; messages cite the ORIGINAL first line;
+- `#` starts a comment at the line start or after whitespace;
+- a requirement is parsed by `packaging.requirements` (PEP 508: extras, markers, `name @ url`)
+  and must pin one version (`==` without a wildcard, or `===`, arbitrary equality);
+- its per-requirement options (`--hash=...`, `--config-settings`) are accepted and ignored;
+- `-r`/`--requirement` and `-c`/`--constraint` include other files, relative to the including
+  file; constraints only narrow what is installed, so their packages are not required;
+- index and install options (`-i`, `--extra-index-url`, `-f`, `--no-index`, `--pre`, ...)
+  are accepted: they change where pip looks, not what the environment must hold;
+- `-e PATH` names a source tree; its name comes from `#egg=` or the tree's pyproject.toml.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from lockfiles.artifacts import normalize
+from lockfiles.errors import LockError
+from lockfiles.read import Lock, LockedPackage
+
+_COMMENT = re.compile(r"(^|\s+)#.*$")
+# pip's global options that take a value, and those that do not (pip 26, req_file.py).
+_WITH_VALUE = {
+    "-i": "index", "--index-url": "index", "--extra-index-url": "index",
+    "-f": "index", "--find-links": "index", "--trusted-host": "index",
+    "--no-binary": "index", "--only-binary": "index", "--use-feature": "index",
+    "-r": "requirement", "--requirement": "requirement",
+    "-c": "constraint", "--constraint": "constraint",
+    "-e": "editable", "--editable": "editable",
+}
+_FLAGS = {"--no-index", "--pre", "--prefer-binary", "--require-hashes"}
+_PER_REQUIREMENT = ("--hash", "--config-settings", "--global-option")
+
+
+@dataclass(frozen=True)
+class Line:
+    path: Path
+    number: int  # the first physical line of this logical line
+    text: str
+
+    def where(self) -> str:
+        return f"{self.path}:{self.number}"
+
+
+def logical_lines(path: Path) -> list[Line]:
+    """Joined continuation lines with comments removed, each with its first line number."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise LockError(f"{path}: not UTF-8 text") from None
+    except OSError as exc:
+        raise LockError(f"{path}: {exc.strerror or exc}") from None
+    out: list[Line] = []
+    parts: list[str] = []
+    start = 0
+    for number, raw in enumerate(text.splitlines(), 1):
+        if not parts:
+            start = number
+        if raw.endswith("\\") and not _COMMENT.search(raw):
+            parts.append(raw[:-1])
+            continue
+        parts.append(raw)
+        joined = _COMMENT.sub("", "".join(parts)).strip()
+        parts = []
+        if joined:
+            out.append(Line(path, start, joined))
+    if parts:
+        joined = _COMMENT.sub("", "".join(parts)).strip()
+        if joined:
+            out.append(Line(path, start, joined))
+    return out
+
+
+def _split_option(line: Line) -> tuple[str, str]:
+    """(`--option`, value) of a global option line; value '' for a flag."""
+    head, sep, rest = line.text.partition("=")
+    token = line.text.split(None, 1)
+    if sep and head.strip().startswith("--") and " " not in head.strip():
+        token = [head.strip(), rest.strip()]
+    if token[0] in _FLAGS:
+        return token[0], ""
+    if token[0] in _WITH_VALUE:
+        if len(token) < 2:
+            raise LockError(f"{line.where()}: {token[0]} needs a value")
+        return token[0], token[1].strip()
+    for short in ("-i", "-f", "-r", "-c", "-e"):  # pip also takes `-rfile` and `-ifile`
+        if token[0].startswith(short) and len(token[0]) > 2:
+            return short, line.text[2:].strip()
+    raise LockError(f"{line.where()}: option {token[0]!r} is not one pip accepts here")
+
+
+def _strip_per_requirement_options(line: Line) -> str:
+    """The requirement text without its `--hash=...` style options."""
+    tokens = line.text.split()
+    for i, token in enumerate(tokens):
+        if token.startswith("--"):
+            for option in tokens[i:]:
+                if option.startswith("--") and not option.startswith(_PER_REQUIREMENT):
+                    raise LockError(f"{line.where()}: option {option!r} is not one pip "
+                                    "accepts on a requirement line")
+            return " ".join(tokens[:i])
+    return line.text
+
+
+def _pinned(line: Line, text: str) -> LockedPackage:
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    try:
+        req = Requirement(text)
+    except InvalidRequirement as exc:
+        first = str(exc).splitlines()[0]  # packaging adds the text and a caret below
+        message = f"{line.where()}: not a valid requirement ({first}): {text[:60]!r}"
+        raise LockError(message) from None
+    name = normalize(req.name)
+    marker = str(req.marker) if req.marker is not None else None
+    if req.url:
+        return LockedPackage(name, None, source="url", marker=marker)
+    specs = list(req.specifier)
+    exact = len(specs) == 1 and (
+        specs[0].operator == "===" or (specs[0].operator == "==" and "*" not in specs[0].version)
+    )
+    if not exact:
+        raise LockError(f"{line.where()}: not an exact pin (name==version): {text[:60]!r}")
+    arbitrary = specs[0].operator == "==="
+    return LockedPackage(name, specs[0].version, source="requirements", marker=marker,
+                         arbitrary=arbitrary)
+
+
+def _editable(line: Line, target: str) -> LockedPackage:
+    egg = re.search(r"#egg=([A-Za-z0-9][A-Za-z0-9._-]*)", target)
+    if egg:
+        return LockedPackage(normalize(egg.group(1)), None, source="editable")
+    local = re.sub(r"\[[^\]]*\]$", "", target.removeprefix("file://"))  # `-e .[dev]`
+    tree = (line.path.parent / local).resolve()
+    try:
+        import tomllib
+
+        name = tomllib.loads((tree / "pyproject.toml").read_text())["project"]["name"]
+    except (OSError, ValueError, KeyError, TypeError):
+        raise LockError(f"{line.where()}: editable {target!r}: no #egg= name and no "
+                        "[project] name in its pyproject.toml") from None
+    return LockedPackage(normalize(str(name)), None, source="editable")
+
+
+def _read(path: Path, seen: tuple[Path, ...], constraint: bool) -> list[LockedPackage]:
+    resolved = path.resolve()
+    if resolved in seen:
+        raise LockError(f"{path}: included from itself ({' -> '.join(map(str, seen))})")
+    packages: list[LockedPackage] = []
+    for line in logical_lines(path):
+        if not line.text.startswith("-"):
+            pkg = _pinned(line, _strip_per_requirement_options(line))
+            if not constraint:
+                packages.append(pkg)
+            continue
+        option, value = _split_option(line)
+        kind = _WITH_VALUE.get(option)
+        if kind in ("requirement", "constraint"):
+            child = path.parent / value
+            if not child.is_file():
+                raise LockError(f"{line.where()}: {option} {value}: no such file")
+            packages += _read(child, (*seen, resolved), constraint or kind == "constraint")
+        elif kind == "editable" and not constraint:
+            packages.append(_editable(line, value))
+    return packages
+
+
+def read_requirements(path: Path) -> Lock:
+    """Every package a requirements file (and the files it includes) requires."""
+    packages = _read(Path(path), (), constraint=False)
+    return Lock(kind="requirements", created_by="requirements.txt", packages=packages)

@@ -1,0 +1,192 @@
+"""`prov snapshot` itself, without typer: `provenance.cli.fast` calls it straight from the
+console script (typer's import is most of a warm snapshot's start-up), the typer command in
+`snapshot_cmd` for everything else. One implementation, two ways in."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from provenance.model.errors import ProvError
+
+
+def summary_lines(facts: dict[str, Any], digest: str) -> list[tuple[str, str]]:
+    """(label, text) rows for the human summary."""
+    rows: list[tuple[str, str]] = []
+    py = facts.get("python")
+    if isinstance(py, dict):
+        rows.append(
+            (
+                "python",
+                f"{py.get('implementation')} {py.get('version')}  "
+                f"{len(py.get('packages', {}))} packages  ({py.get('executable')})",
+            )
+        )
+    else:
+        rows.append(("python", str(py)))
+    os_ = facts.get("os")
+    if isinstance(os_, dict):
+        rel = os_.get("release")
+        name = rel.get("pretty_name", "?") if isinstance(rel, dict) else str(rel)
+        kinds = [f"{len(os_[k])} {k}" for k in ("dpkg", "apk") if isinstance(os_.get(k), dict)]
+        libc = os_.get("libc", {})
+        rows.append(
+            (
+                "os",
+                f"{name}  {libc.get('name', '')} {libc.get('version', '')}  "
+                + ("  ".join(kinds) or "no package database"),
+            )
+        )
+    cpu = facts.get("cpu")
+    if isinstance(cpu, dict):
+        rows.append(
+            (
+                "cpu",
+                f"{cpu.get('model')}  {cpu.get('cores_available')} cores  "
+                f"{len(cpu.get('isa_flags', []))} ISA flags",
+            )
+        )
+    gpu = facts.get("gpu")
+    if isinstance(gpu, dict):
+        devices = gpu.get("devices", {})
+        if devices:
+            names = sorted({str(d.get("name")) for d in devices.values()})
+            rows.append(
+                (
+                    "gpu",
+                    f"{gpu.get('count')} x {', '.join(names)}  driver {gpu.get('driver')}  "
+                    f"CUDA {gpu.get('cuda_driver')}",
+                )
+            )
+        else:
+            rows.append(("gpu", f"none ({gpu.get('driver')})"))
+    else:
+        rows.append(("gpu", str(gpu)))
+    torch = facts.get("torch")
+    if isinstance(torch, dict) and torch.get("version"):
+        rows.append(
+            (
+                "torch",
+                f"{torch.get('version')}  CUDA {torch.get('cuda_runtime')}  "
+                f"cuDNN {torch.get('cudnn')}  CPU {torch.get('cpu_capability')}",
+            )
+        )
+    eng = facts.get("engines")
+    if isinstance(eng, dict) and eng:
+        rows.append(
+            ("engines", "  ".join(f"{k} {v.get('version')}" for k, v in sorted(eng.items())))
+        )
+    env = facts.get("env")
+    if isinstance(env, dict):
+        redacted = sum(1 for v in env.values() if v == "<redacted>")
+        rows.append(("env", f"{len(env)} relevant variables ({redacted} redacted)"))
+    rows.append(("digest", digest))
+    return rows
+
+
+def run_snapshot(
+    out: Path | None,
+    fmt: str,
+    as_json: bool,
+    python: str | None,
+    verify_files: bool,
+    image: str | None,
+    started: object = None,
+) -> None:
+    """`prov snapshot`: collect, store (or write --out), print the summary. `started`: the
+    --python collector child the fast path already started (`collectors.foreign.start`)."""
+    if fmt not in ("toml", "json"):
+        raise ProvError(f"--format must be toml or json, not {fmt!r}")
+    if out is not None and out.parent and not out.parent.exists():
+        raise ProvError(f"{out.parent}: directory does not exist")
+    if image is not None:
+        _snapshot_image(image, out, fmt, as_json)
+        return
+    if python is not None:
+        python = _interpreter_path(python)
+    from provenance.snapshot import SnapshotOptions, take_snapshot
+
+    options = SnapshotOptions(python=python, verify_files=verify_files, started=started)
+    manifest, warnings = take_snapshot(options)
+    if python is not None:
+        _require_python_section(python, manifest.facts)
+    digest = manifest.digest()
+    stored = None
+    text = manifest.to_json() if as_json or out is None else None
+    if out is not None:
+        manifest.write(out, fmt)
+    else:  # kept in the run store, so `prov diff`/`prov compare` can name it by digest
+        from provenance.store import open_store
+
+        stored = open_store().put_manifest(manifest, text=text, digest=digest)
+    if as_json:
+        sys.stdout.write(text)
+    from provenance.cli.output import plain_rows
+
+    rows = summary_lines(manifest.facts, digest)
+    rows += [("warning", w) for w in warnings]
+    if out is not None:
+        rows.append(("written", str(out)))
+    if stored is not None:
+        rows.append(("stored", stored))
+    plain_rows(rows, sys.stderr if as_json else sys.stdout)
+
+
+
+
+def _interpreter_path(python: str) -> str:
+    """`--python` must name an executable file (a bare name is looked up on PATH, as the
+    shell would); anything else is bad input (exit 2)."""
+    import os
+    import shutil
+
+    if os.sep not in python:
+        python = shutil.which(python) or python
+    path = Path(python)
+    if not path.exists():
+        raise ProvError(f"--python {python}: no such file")
+    if path.is_dir():
+        raise ProvError(f"--python {python}: a directory, not an interpreter")
+    if not os.access(path, os.X_OK):
+        raise ProvError(f"--python {python}: not executable")
+    return python
+
+
+def _require_python_section(python: str, facts: dict[str, Any]) -> None:
+    """An interpreter the user named that could not be inspected is bad input: nothing is
+    stored or written (a manifest whose python section is `unavailable` would be)."""
+    section = facts.get("python")
+    if isinstance(section, dict):
+        return
+    reason = str(section).removeprefix("unavailable: ")
+    raise ProvError(f"--python {python}: not a Python interpreter prov can inspect ({reason})")
+
+
+def _snapshot_image(source: str, out: Path | None, fmt: str, as_json: bool) -> None:
+    """`--image`: the image's manifest (image, os, python, cuda sections)."""
+    from provenance.cli.output import plain_rows
+    from provenance.cli.pin_cmd import scan_with_progress
+    from provenance.model import Manifest
+
+    scan = scan_with_progress(source, quiet=as_json)
+    manifest = Manifest(scan.facts())
+    if out is not None:
+        manifest.write(out, fmt)
+    if as_json:
+        sys.stdout.write(manifest.to_json())
+    img = manifest.facts["image"]
+    rel = scan.os.get("release")
+    name = rel.get("pretty_name", "?") if isinstance(rel, dict) else str(rel)
+    rows = [
+        ("image", f"{img.get('reference') or source}  {img['platform']}"),
+        ("config", img["config_digest"]),
+        ("layers", str(len(img["layers"]))),
+        ("os", f"{name}  {len(scan.os.get('dpkg', {}))} dpkg"),
+        ("python", f"{len(scan.python['packages'])} packages"),
+        ("digest", manifest.digest()),
+    ]
+    rows += [("warning", w) for w in scan.warnings]
+    if out is not None:
+        rows.append(("written", str(out)))
+    plain_rows(rows, sys.stderr if as_json else sys.stdout)

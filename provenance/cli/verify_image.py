@@ -1,0 +1,100 @@
+"""`prov verify --lock IMAGE-LOCK [SOURCE]`: scan the image and compare it with its lock.
+
+Environment locks (PEP 751 pylock.toml, uv.lock, requirements.txt) are routed by
+`prov verify` to `provenance.cli.lock_cmd` before reaching here; one that does is refused.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from lockfiles.image_lock import IMAGE_LOCK_KIND, Difference, compare, read_lock
+from lockfiles.kind import PYLOCK_KIND, lock_kind
+from provenance.model.errors import EXIT_DIFFERS, EXIT_OK, ProvError
+
+
+def verify_image_lock(lock: Path, source: str | None, as_json: bool) -> int:
+    """0 when the image matches its lock, 1 when it differs; bad input raises ProvError."""
+    from containers import scan_image
+
+    try:
+        text = lock.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ProvError(f"{lock}: {exc.strerror or exc}") from None
+    kind = lock_kind(text, str(lock))
+    if kind == PYLOCK_KIND:
+        raise ProvError(f"{lock}: an environment lock; check it with `prov verify --lock` alone")
+    if kind != IMAGE_LOCK_KIND:
+        raise ProvError(f"{lock}: not a lock prov knows (no kind or lock-version)")
+    doc = read_lock(text, str(lock))
+    source = source or doc["image"].get("source")
+    if not source:
+        raise ProvError(f"{lock}: no SOURCE given and none recorded in the lock")
+    # a format-1 lock has no file checks to compare: its image is not re-hashed per file
+    scan = scan_image(source, verify_files="files" in doc)
+    facts = scan.facts()
+    diffs = compare(doc, facts, scan.file_checks())
+    if as_json:
+        _print_json(lock, source, doc, facts, diffs)
+    else:
+        _print_table(lock, source, doc, facts, diffs)
+    return EXIT_DIFFERS if diffs else EXIT_OK
+
+
+def _print_json(lock: Path, source: str, doc: dict, facts: dict, diffs: list[Difference]) -> None:
+    out: dict[str, Any] = {
+        "lock": str(lock),
+        "source": source,
+        "match": not diffs,
+        "locked": {k: doc["image"].get(k) for k in ("config_digest", "manifest_digest")},
+        "now": {k: facts["image"].get(k) for k in ("config_digest", "manifest_digest")},
+        "differences": [
+            {"key": d.key, "change": d.change, "locked": d.locked, "now": d.now}
+            | ({"path": d.path, "layer": d.layer} if d.path else {})
+            for d in diffs
+        ],
+    }
+    sys.stdout.write(json.dumps(out, indent=2, sort_keys=True) + "\n")
+
+
+def _print_table(lock: Path, source: str, doc: dict, facts: dict, diffs: list[Difference]) -> None:
+    from rich.table import Table
+
+    from provenance.cli.output import console
+
+    con = console()
+    if not diffs:
+        con.print(
+            f"[green]matches its lock[/green]: {source} is {facts['image']['config_digest']} "
+            f"({len(doc.get('packages', {}))} packages)"
+        )
+        return
+    con.print(f"[red]does not match its lock[/red] {lock}: {len(diffs)} difference(s)")
+    for label, image in (("locked", doc["image"]), ("now", facts["image"])):
+        for key in ("manifest_digest", "config_digest"):
+            con.print(f"{label:>7} {key:<16} {image.get(key)}")
+    table = Table(show_lines=False)
+    table.add_column("key", style="bold", overflow="fold")
+    table.add_column("change")
+    table.add_column("locked", overflow="fold")
+    table.add_column("now", overflow="fold")
+    for d in diffs:
+        if not d.path:
+            table.add_row(d.key, d.change, _text(d.locked), _text(d.now))
+    if table.row_count:
+        con.print(table)
+    for d in diffs:
+        if d.path:  # one line per file: package, path, layer, old and new digests
+            verb = "deleted" if d.change == "missing" else "written"
+            where = f" ({verb} in layer {d.layer})" if d.layer is not None else ""
+            con.print(
+                f"[bold]{d.key[len('files.'):]}[/bold] {d.path}: {d.change}{where} "
+                f"(locked {_text(d.locked) or '-'}, now {_text(d.now) or '-'})"
+            )
+
+
+def _text(value: Any) -> str:
+    return "" if value is None else str(value)

@@ -1,0 +1,59 @@
+"""Read the facts a workload wrote to `$PROV_RUN_DIR/facts.json` (`runners.runfacts`).
+
+Each top-level section joins the run's manifest; a section the snapshot already has
+(python, os, gpu...) or `run` (prov's own) cannot be overwritten, and a malformed file is
+ignored with a warning in the record, never fatal.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from provenance.model import Manifest, ManifestError
+
+FACTS_FILE = "facts.json"
+
+
+def _load(path: Path, warnings: list[str]) -> dict[str, Any]:
+    try:
+        facts = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        warnings.append(f"facts.json ignored: {exc}")
+        return {}
+    if not isinstance(facts, dict):
+        warnings.append("facts.json ignored: not a JSON object")
+        return {}
+    return facts
+
+
+def read_run_facts(run_dir: Path, base_sections: Iterable[str],
+                   warnings: list[str]) -> dict[str, Any]:
+    """The sections of facts.json that may join the manifest; problems go to `warnings`."""
+    path = run_dir / FACTS_FILE
+    if not path.exists():
+        return {}
+    taken = set(base_sections)
+    out = {}
+    for section, value in _load(path, warnings).items():
+        if section in taken or section == "run":
+            warnings.append(f"facts.json: section {section!r} belongs to the snapshot; ignored")
+            continue
+        if not isinstance(value, dict):
+            warnings.append(f"facts.json: section {section!r} is not a table; ignored")
+            continue
+        out[section] = value
+    if out:
+        try:
+            Manifest(dict(out)).leaves()
+        except ManifestError as exc:
+            warnings.append(f"facts.json ignored: {exc}")
+            return {}
+    return out
+
+
+def snapshot_sections(text: str) -> list[str]:
+    """The fact sections of a manifest document (its header keys left out)."""
+    return [k for k in json.loads(text) if k not in ("schema_version", "kind", "digest")]

@@ -1,0 +1,157 @@
+"""Which shared libraries a workload really loaded, from `/proc/<pid>/maps`.
+
+torch's collect_env guesses CUDA/cuDNN versions from PATH and ldconfig; the maps of the
+running process are the truth: the exact files mapped, whichever directory they came from.
+The workload and all its descendants are sampled on a backing-off schedule (dense at start,
+when libraries load, then every couple of seconds), so a long run costs almost nothing.
+Files are hashed once the workload has ended, through a cache keyed on the file's identity
+(device, inode, size, mtime), so a multi-GB libtorch_cuda is hashed once per install.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from provenance.model.atomic import write_atomic
+
+_SHARED = re.compile(rb"\.so(\.[0-9.]+)?$")
+# Seconds between samples: dense while libraries load, then sparse.
+SCHEDULE = (0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0)
+MAX_INTERVAL = 2.0
+
+
+def descendants(root: int) -> list[int]:
+    """`root` and every live descendant, through /proc/<pid>/task/<tid>/children."""
+    out: list[int] = []
+    todo = [root]
+    seen: set[int] = set()
+    while todo:
+        pid = todo.pop()
+        if pid in seen:
+            continue
+        seen.add(pid)
+        out.append(pid)
+        try:
+            tasks = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for tid in tasks:
+            try:
+                with open(f"/proc/{pid}/task/{tid}/children", "rb") as fh:
+                    todo.extend(int(c) for c in fh.read().split())
+            except OSError:
+                continue
+    return out
+
+
+def parse_maps(data: bytes) -> set[str]:
+    """Paths of file-backed shared objects in a maps file (deleted ones keep their marker)."""
+    found: set[bytes] = set()
+    for line in data.split(b"\n"):
+        slash = line.find(b"/")
+        if slash < 0:
+            continue
+        path = line[slash:]
+        bare = path[: -len(b" (deleted)")] if path.endswith(b" (deleted)") else path
+        if _SHARED.search(bare) or b".so." in bare.rsplit(b"/", 1)[-1]:
+            found.add(path)
+    return {p.decode("utf-8", "surrogateescape") for p in found}
+
+
+class LibrarySampler:
+    """Accumulates the shared objects mapped by a process tree over its lifetime."""
+
+    def __init__(self, root_pid: int) -> None:
+        self.root = root_pid
+        self.paths: dict[str, set[int]] = {}
+        self.samples = 0
+        self._step = 0
+
+    def next_interval(self) -> float:
+        if self._step < len(SCHEDULE):
+            return SCHEDULE[self._step]
+        return MAX_INTERVAL
+
+    def sample(self) -> None:
+        self._step += 1
+        self.samples += 1
+        for pid in descendants(self.root):
+            try:
+                with open(f"/proc/{pid}/maps", "rb") as fh:
+                    data = fh.read()
+            except OSError:
+                continue
+            for path in parse_maps(data):
+                self.paths.setdefault(path, set()).add(pid)
+
+    def results(self, hasher: FileHasher | None = None) -> list[dict[str, Any]]:
+        hasher = hasher or FileHasher()
+        out = []
+        for path in sorted(self.paths):
+            entry: dict[str, Any] = {"path": path, "name": path.rsplit("/", 1)[-1]}
+            if path.endswith(" (deleted)"):
+                entry["name"] = entry["name"][: -len(" (deleted)")]
+                entry["sha256"] = "unavailable: file deleted while mapped"
+            else:
+                size, digest = hasher.hash(path)
+                if size is not None:
+                    entry["size"] = size
+                entry["sha256"] = digest
+            out.append(entry)
+        hasher.save()
+        return out
+
+
+def _cache_path() -> Path:
+    base = os.environ.get("PROV_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "prov"
+    )
+    return Path(base) / "file-digests.json"
+
+
+class FileHasher:
+    """sha256 of files, cached by (device, inode, size, mtime_ns) across runs."""
+
+    def __init__(self, cache: Path | None = None) -> None:
+        self.path = cache or _cache_path()
+        self.dirty = False
+        try:
+            self.entries: dict[str, list] = json.loads(self.path.read_text())
+        except (OSError, ValueError):
+            self.entries = {}
+
+    def hash(self, path: str) -> tuple[int | None, str]:
+        try:
+            st = os.stat(path)
+        except OSError as exc:
+            return None, f"unavailable: {exc.strerror}"
+        stamp = [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns]
+        held = self.entries.get(path)
+        if held and held[:4] == stamp:
+            return st.st_size, held[4]
+        h = hashlib.sha256()
+        try:
+            with open(path, "rb") as fh:
+                while chunk := fh.read(1 << 20):
+                    h.update(chunk)
+        except OSError as exc:
+            return st.st_size, f"unavailable: {exc.strerror}"
+        digest = "sha256:" + h.hexdigest()
+        self.entries[path] = [*stamp, digest]
+        self.dirty = True
+        return st.st_size, digest
+
+    def save(self) -> None:
+        if not self.dirty:
+            return
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(self.path, json.dumps(self.entries))
+        except OSError:
+            pass  # the cache only saves time
+        self.dirty = False

@@ -1,0 +1,93 @@
+"""Hash a run's declared outputs and ingest its PROV_RUN_DIR into the store.
+
+Outputs are hashed, not copied (they may be model weights): a file gets its sha256 and
+size; a directory gets a tree object (every file's relative path, digest and size) stored
+in the store, whose digest names the directory. Run-dir files are copied into the store.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+from typing import Any
+
+from provenance.store.records import TREE_KIND, encode
+
+
+def hash_file(path: Path) -> tuple[str, int]:
+    h = hashlib.sha256()
+    size = 0
+    with open(path, "rb") as fh:
+        while chunk := fh.read(1 << 20):
+            h.update(chunk)
+            size += len(chunk)
+    return "sha256:" + h.hexdigest(), size
+
+
+def _walk(root: Path) -> list[Path]:
+    found = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        for name in sorted(filenames):
+            found.append(Path(dirpath) / name)
+        # symlinked directories are recorded as links, not followed
+        for name in list(dirnames):
+            if (Path(dirpath) / name).is_symlink():
+                found.append(Path(dirpath) / name)
+    return sorted(found)
+
+
+def hash_output(path: Path, store) -> dict[str, Any]:
+    """The record entry for one declared output."""
+    try:
+        if path.is_symlink() and not path.exists():
+            return {"type": "broken-link", "target": os.readlink(path)}
+        if path.is_file():
+            digest, size = hash_file(path)
+            return {"type": "file", "digest": digest, "size": size}
+        if path.is_dir():
+            entries: dict[str, Any] = {}
+            total = 0
+            for f in _walk(path):
+                rel = f.relative_to(path).as_posix()
+                if f.is_symlink():
+                    entries[rel] = {"link": os.readlink(f)}
+                    continue
+                digest, size = hash_file(f)
+                entries[rel] = {"digest": digest, "size": size}
+                total += size
+            tree = store.put_bytes(encode({"kind": TREE_KIND, "entries": entries}), "tree")
+            return {"type": "dir", "digest": tree, "files": len(entries), "size": total}
+    except OSError as exc:
+        return {"type": "unreadable", "error": exc.strerror or str(exc)}
+    return {"type": "missing"}
+
+
+def hash_outputs(workdir: Path, outputs, store, warnings: list[str]) -> dict[str, Any]:
+    """Record entries for every declared output (relative paths are under `workdir`)."""
+    outs: dict[str, Any] = {}
+    for p in outputs:
+        outs[str(p)] = hash_output(workdir / Path(p), store)
+        if outs[str(p)]["type"] == "missing":
+            warnings.append(f"declared output {p} does not exist")
+    return outs
+
+
+def ingest_run_dir(run_dir: Path, store) -> dict[str, Any]:
+    """Copy every file under PROV_RUN_DIR into the store: relative path -> digest, size."""
+    out: dict[str, Any] = {}
+    if not run_dir.is_dir():
+        return out
+    for f in _walk(run_dir):
+        rel = f.relative_to(run_dir).as_posix()
+        if f.is_symlink():
+            out[rel] = {"link": os.readlink(f)}
+            continue
+        try:
+            digest, size = store.put_file(f)
+        except OSError as exc:
+            out[rel] = {"error": exc.strerror or str(exc)}
+            continue
+        out[rel] = {"digest": digest, "size": size}
+    return out

@@ -1,0 +1,87 @@
+"""The run record, as `prov exec` writes it: started before the command, final after it.
+
+A killed prov leaves the *started* record (shown as abandoned), never a corrupt one; prov
+failing itself (a bug, ^C before the command started) writes a *failed* record saying so.
+"""
+
+from __future__ import annotations
+
+import resource
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from provenance.model.redact import redact_argv, redact_value
+from provenance.snapshot_cache import CachedSnapshot
+from provenance.store import RunRecord, Store
+from provenance.store.records import new_run_id, now_iso, supervisor_identity
+
+
+def _params(params: Mapping[str, Any] | None) -> dict[str, Any]:
+    return {str(k): redact_value(str(k), v) if isinstance(v, str) else v
+            for k, v in (params or {}).items()}
+
+
+def started_record(argv: Sequence[str], *, name: str | None, workdir: Path,
+                   tags: Mapping[str, str] | None, params: Mapping[str, Any] | None,
+                   env_extra: Mapping[str, str] | None, snap: CachedSnapshot,
+                   manifest_obj: str, git_facts: dict[str, Any],
+                   python: str | None) -> RunRecord:
+    """The fields every record of the run carries (secrets redacted)."""
+    from provenance import __version__
+
+    return RunRecord(
+        run_id=new_run_id(),
+        state="started",
+        command=tuple(redact_argv(list(argv))),
+        cwd=str(workdir),
+        name=name,
+        tags={str(k): redact_value(str(k), str(v)) for k, v in (tags or {}).items()},
+        params=_params(params),
+        started_at=now_iso(),
+        manifest=manifest_obj,
+        manifest_digest=snap.manifest_digest,
+        snapshot={"cache": "hit" if snap.hit else "miss", "warnings": snap.warnings},
+        git=git_facts,
+        supervisor={**supervisor_identity(), "prov_version": __version__},
+        env_extra={k: redact_value(k, v) for k, v in (env_extra or {}).items()},
+        interpreter=python or None,
+    )
+
+
+def start_run(store: Store, record: RunRecord, snap: CachedSnapshot,
+              git_diff: bytes | None) -> str:
+    """Write the started record with the objects it points at; returns its digest."""
+    size = len(snap.text.encode("utf-8"))
+    extra = [(record.manifest, "manifest", size)]
+    if git_diff:
+        extra.append((record.git["diff"], "git.diff", len(git_diff)))
+    return store.create_run(record, (record.manifest, snap.manifest_digest), extra)
+
+
+def failed_record(record: RunRecord, error: str, exit_status: int, t0: float) -> RunRecord:
+    return record.replace(state="failed", error=error, ended_at=now_iso(),
+                          duration_s=round(time.time() - t0, 6), exit_status=exit_status)
+
+
+def _cpu_s(usage) -> float:
+    return round(usage.ru_utime + usage.ru_stime, 6)
+
+
+def resources(child_usage, usage_at_spawn, usage_at_exit) -> dict[str, Any]:
+    """CPU and memory of the command and of prov (prov's own cost, while it ran, too)."""
+    self_usage = resource.getrusage(resource.RUSAGE_SELF)
+    return {
+        "child_cpu_s": _cpu_s(child_usage) if child_usage else None,
+        "child_max_rss_kb": child_usage.ru_maxrss if child_usage else None,
+        "prov_cpu_s": _cpu_s(self_usage),
+        "prov_cpu_while_running_s": round(_cpu_s(usage_at_exit) - _cpu_s(usage_at_spawn), 6),
+        "prov_max_rss_kb": self_usage.ru_maxrss,
+    }
+
+
+def run_section(record: RunRecord) -> dict[str, Any]:
+    """The manifest's `run` section: name, tags and params (context, where presets look)."""
+    return {k: v for k, v in {"name": record.name, "tags": record.tags,
+                              "params": record.params}.items() if v}

@@ -1,0 +1,218 @@
+"""The exec supervisor: run a command as a recorded run.
+
+Steps, in order (a killed prov leaves the run `started`, shown as abandoned, never corrupt):
+1. snapshot the environment (from the snapshot cache when nothing changed) and read the
+   git state, concurrently (environment.py);
+2. store the manifest and write the *started* record, before the command starts (record.py);
+3. start the command in its own process group with PROV_RUN_ID and PROV_RUN_DIR set;
+   forward SIGINT/SIGTERM/SIGHUP/SIGQUIT/SIGUSR1/SIGUSR2; pass stdin through (process.py);
+   stream stdout and stderr to the terminal and into the store in fixed-size chunks
+   (tee.py); sample the loaded libraries of the command and its descendants (watch.py,
+   libraries.py);
+4. after it ends: hash declared outputs, ingest PROV_RUN_DIR (outputs.py), read the run's
+   facts (facts.py), build and store the run's manifest once (store.manifests), hash loaded
+   libraries, check for environment drift (drift.py), and write the final record.
+The exit status is the command's, or 128+N when signal N killed it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import resource
+import shutil
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from provenance.exec import process
+from provenance.exec.drift import check_drift
+from provenance.exec.environment import snapshot_and_git, with_command_env, workload_python
+from provenance.exec.facts import read_run_facts, snapshot_sections
+from provenance.exec.libraries import LibrarySampler
+from provenance.exec.outputs import hash_outputs, ingest_run_dir
+from provenance.exec.probe import host as probe
+from provenance.exec.record import (
+    failed_record,
+    resources,
+    run_section,
+    start_run,
+    started_record,
+)
+from provenance.exec.watch import watch
+from provenance.model.errors import ProvError
+from provenance.snapshot_cache import CachedSnapshot
+from provenance.store import RunRecord, Store, open_store
+from provenance.store.manifests import run_manifest_text
+from provenance.store.records import now_iso
+
+
+@dataclass
+class RunResult:
+    run_id: str
+    exit_status: int
+    record_digest: str
+    state: str  # complete, or failed (prov or the exec itself failed)
+    record: RunRecord
+
+
+@dataclass
+class _Run:
+    """What the steps after the start share."""
+
+    store: Store
+    record: RunRecord
+    started: str
+    argv: list[str]
+    snap: CachedSnapshot
+    python: str | None
+    workdir: Path
+    run_dir: Path
+    env_extra: Mapping[str, str] | None
+    t0: float
+
+
+def run_supervised(
+    argv: Sequence[str],
+    *,
+    name: str | None = None,
+    outputs: Sequence[str | Path] = (),
+    tags: Mapping[str, str] | None = None,
+    store: Store | None = None,
+    env_extra: Mapping[str, str] | None = None,
+    stream: bool = True,
+    params: Mapping[str, Any] | None = None,
+    cwd: str | Path | None = None,
+    sample_libraries: bool = True,
+) -> RunResult:
+    """Run `argv` as a recorded run; returns its id, exit status and final record digest.
+
+    `tags` are free labels (context); `params` are the run's declared parameters, stored
+    under `run.params` of its manifest where the gate presets look for them. With
+    `stream=False` the output goes only into the store.
+    """
+    if not argv:
+        raise ProvError("no command given (usage: prov exec [OPTIONS] -- CMD ARGS...)")
+    argv = [str(a) for a in argv]
+    store = store or open_store()
+    workdir = Path(cwd).absolute() if cwd else Path.cwd()
+    python = workload_python(argv)
+    t0 = time.time()
+    snap, (git_facts, git_diff) = snapshot_and_git(python, workdir)
+    # the command runs with env_extra: its relevant variables are part of the run's identity
+    snap = with_command_env(snap, env_extra)
+    manifest_obj = store.put_object(snap.text.encode("utf-8"))
+    if git_diff:
+        git_facts["diff"] = store.put_object(git_diff)
+        git_facts["diff_size"] = len(git_diff)
+    record = started_record(argv, name=name, workdir=workdir, tags=tags, params=params,
+                            env_extra=env_extra, snap=snap, manifest_obj=manifest_obj,
+                            git_facts=git_facts, python=python)
+    run_dir = store.run_dir(record.run_id)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    started = start_run(store, record, snap, git_diff)
+    run = _Run(store, record, started, argv, snap, python, workdir, run_dir, env_extra, t0)
+    try:
+        return _execute(run, outputs, stream, sample_libraries)
+    except BaseException as exc:
+        # prov itself failed (a bug, ^C before the command started): say so in the record
+        # rather than leaving the run to be found abandoned.
+        status = 130 if isinstance(exc, KeyboardInterrupt) else 70
+        final = failed_record(record, f"prov: {type(exc).__name__}: {exc}"[:500], status, t0)
+        with contextlib.suppress(Exception):
+            store.finalize_run(final, started)
+        raise
+
+
+def _command_env(run: _Run) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(run.env_extra or {})
+    env.update({"PROV_RUN_ID": run.record.run_id, "PROV_RUN_DIR": str(run.run_dir),
+                "PROV_STORE": str(run.store.root)})
+    env.update(probe.environment(run.run_dir, env))  # the in-process probe (PROV_INPROCESS=0)
+    return env
+
+
+def _execute(run: _Run, outputs: Sequence[str | Path], stream: bool,
+             sample_libraries: bool) -> RunResult:
+    out_w = run.store.object_writer()
+    err_w = run.store.object_writer()
+    owns_terminal = process.takes_terminal(stream)
+    try:
+        proc = process.spawn(run.argv, _command_env(run), run.workdir, owns_terminal)
+    except OSError as exc:
+        out_w.abort()
+        err_w.abort()
+        return _spawn_failed(run, exc)
+    usage_at_spawn = resource.getrusage(resource.RUSAGE_SELF)
+    spawned = time.time()
+    fg = process.Foreground(owns_terminal)
+    fg.give(proc.pid)
+    handlers = process.install_forwarding(proc.pid)
+    try:
+        returncode, child_usage, sampler = watch(proc, out_w, err_w, stream,
+                                                 sample_libraries, fg)
+    finally:
+        process.restore_handlers(handlers)
+        fg.restore()
+    ended = time.time()
+    usages = (child_usage, usage_at_spawn, resource.getrusage(resource.RUSAGE_SELF))
+    logs = {}
+    for label, w in (("stdout", out_w), ("stderr", err_w)):
+        digest = w.close()
+        logs[label] = {"digest": digest, "size": w.size}
+    status, signame = process.exit_status(returncode)
+    final = run.record.replace(state="complete", ended_at=now_iso(),
+                               duration_s=round(ended - spawned, 6), exit_status=status,
+                               logs=logs, signal=signame)
+    return _finish(run, final, outputs, sampler, usages)
+
+
+def _spawn_failed(run: _Run, exc: OSError) -> RunResult:
+    status = 127 if isinstance(exc, FileNotFoundError) else 126
+    final = failed_record(run.record, f"cannot run {run.argv[0]}: {exc.strerror or exc}",
+                          status, run.t0)
+    shutil.rmtree(run.run_dir, ignore_errors=True)
+    digest = run.store.finalize_run(final, run.started)
+    return RunResult(run.record.run_id, status, digest, "failed", final)
+
+
+def _finish(run: _Run, final: RunRecord, outputs: Sequence[str | Path],
+            sampler: LibrarySampler | None, usages: tuple) -> RunResult:
+    """Outputs, run dir, facts, libraries, drift and the run's manifest; then the final
+    record (prov's own CPU counted up to here)."""
+    warnings: list[str] = []
+    outs = hash_outputs(run.workdir, outputs, run.store, warnings)
+    facts = read_run_facts(run.run_dir, snapshot_sections(run.snap.text), warnings)
+    probe.merge_into(facts, probe.collect(run.run_dir, run.argv,  # consumes run_dir/probe
+                                          [run.workdir / p for p in outputs]))
+    run_files = ingest_run_dir(run.run_dir, run.store)
+    if section := run_section(run.record):
+        facts["run"] = section
+    libs = sampler.results() if sampler else []
+    drift = check_drift(run.snap, run.python, run.store, run.env_extra)
+    if drift.get("detected"):
+        warnings.append(
+            f"environment changed during the run: {drift['changes_total']} identity key(s)"
+        )
+    manifest_obj, manifest_digest = _store_run_manifest(run, facts)
+    final = final.replace(outputs=outs, run_dir=run_files, facts=facts,
+                          run_manifest=manifest_obj, manifest_digest=manifest_digest,
+                          loaded_libraries=libs,
+                          library_samples=sampler.samples if sampler else 0, drift=drift,
+                          resources=resources(*usages), warnings=warnings or None)
+    extra = [(d["digest"], f"log.{k}", d["size"]) for k, d in final.logs.items()]
+    digest = run.store.finalize_run(final, run.started, extra)
+    shutil.rmtree(run.run_dir, ignore_errors=True)
+    return RunResult(run.record.run_id, final.exit_status, digest, "complete", final)
+
+
+def _store_run_manifest(run: _Run, facts: dict[str, Any]) -> tuple[str, str]:
+    """The run's manifest, built once (store.manifests) and stored: its object and identity
+    digest. Without facts of its own it is the started snapshot."""
+    if not facts:
+        return run.record.manifest, run.snap.manifest_digest
+    text, digest = run_manifest_text(run.snap.text, run.snap.manifest_digest, facts)
+    return run.store.put_manifest_text(text, digest), digest

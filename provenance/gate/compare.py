@@ -1,0 +1,81 @@
+"""`compare_runs`: the one comparison every caller uses (`prov compare`, `prov run`, sweeps,
+the selftest): resolve both sides -> the libraries both runs loaded -> the gate -> the
+comparison record, stored when the comparison passes."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from provenance.gate.check import GateResult, gate
+from provenance.gate.config import GateConfig, load_config
+from provenance.gate.libraries import common_libraries
+from provenance.store import Store
+from provenance.store.records import now_iso
+from provenance.store.resolve import Resolved, resolve
+
+
+@dataclass
+class Comparison:
+    a: Resolved
+    b: Resolved
+    vary: list[str]
+    config: GateConfig
+    result: GateResult
+    libraries_compared: int
+    record: str | None = None  # the stored comparison record (a passing comparison only)
+
+    @property
+    def ok(self) -> bool:
+        return self.result.ok
+
+    def to_json(self) -> dict[str, Any]:
+        """The gate's verdict, as `prov compare --json` prints it (and the record holds)."""
+        doc = self.result.to_json()
+        doc["loaded_libraries_compared"] = self.libraries_compared
+        if self.record:
+            doc["record"] = self.record
+        return doc
+
+
+def _libraries(ra: Resolved, rb: Resolved) -> tuple[dict[str, str], dict[str, str]] | None:
+    if ra.run is None or rb.run is None:
+        return None
+    return common_libraries(ra.run.record.loaded_libraries or [],
+                            rb.run.record.loaded_libraries or [])
+
+
+def compare_runs(store: Store | None, a: str | Resolved, b: str | Resolved, vary: Sequence[str],
+                 config: GateConfig | None = None,
+                 extra_ignore: Sequence[str] = (), record: bool = True) -> Comparison:
+    """Compare what `a` and `b` name (run ids or prefixes, stored manifests, manifest files,
+    or already resolved); a passing comparison is recorded in `store`.
+
+    `config` defaults to the built-ins extended by `[tool.prov]`; `extra_ignore` adds
+    always-ignored patterns for this comparison (listed in the record as ignored);
+    `record=False` only looks (the selftest compares runs of several stores)."""
+    ra = a if isinstance(a, Resolved) else resolve(a, store)
+    rb = b if isinstance(b, Resolved) else resolve(b, store)
+    config = config or load_config()
+    if extra_ignore:
+        config.ignore = tuple(dict.fromkeys(config.ignore + tuple(extra_ignore)))
+    libs = _libraries(ra, rb)
+    result = gate(ra.manifest, rb.manifest, list(vary), config, libs=libs)
+    done = Comparison(ra, rb, list(vary), config, result, len(libs[0]) if libs else 0)
+    if result.ok and record:
+        done.record = _record(store, done)
+    return done
+
+
+def _record(store: Store, c: Comparison) -> str:
+    """Store the comparison record; both sides point at stored manifests."""
+    from provenance import __version__
+
+    for r in (c.a, c.b):
+        if r.object is None:
+            r.object = store.put_manifest(r.manifest)
+    record = {"a": c.a.describe(), "b": c.b.describe(), "vary": c.vary,
+              "config": c.config.source, "created_at": now_iso(),
+              "prov_version": __version__, **c.to_json()}
+    return store.put_comparison(record)

@@ -1,0 +1,107 @@
+# ruff: noqa: F811 - pytest fixtures imported from tests.exec_support
+"""Loaded libraries: what /proc/<pid>/maps of the workload says, with real digests."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+from pathlib import Path
+
+from provenance.exec.libraries import FileHasher, LibrarySampler, descendants, parse_maps
+from tests.exec_support import PYTHON, penv, prov, prov_cache, runs_json, show_json  # noqa: F401
+
+WORKLOAD = (
+    "import time, numpy\n"
+    "a = numpy.ones((64, 64))\n"
+    "print(float((a @ a).sum()))\n"  # BLAS really used
+    "time.sleep(0.6)\n"
+)
+
+
+def sha256sum(path: str) -> str:
+    out = subprocess.run(["sha256sum", path], capture_output=True, text=True, check=True).stdout
+    return "sha256:" + out.split()[0]
+
+
+def test_numpy_workload_records_its_shared_libraries_with_digests(penv):
+    import numpy  # the package whose libraries must show up
+
+    p = prov("exec", "-q", "--", PYTHON, "-c", WORKLOAD, env=penv)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == b"262144.0\n"
+    rec = show_json(runs_json(penv)[0]["run_id"], penv)
+    libs = {lib["path"]: lib for lib in rec["loaded_libraries"]}
+    numpy_dir = os.path.dirname(numpy.__file__)
+    umath = [p for p in libs if re.search(r"/numpy/_core/_multiarray_umath\..*\.so$", p)]
+    assert umath and umath[0].startswith(numpy_dir), sorted(libs)
+    # numpy wheels bundle their BLAS in numpy.libs/ (scipy-openblas)
+    blas = [p for p in libs if "openblas" in p.lower()]
+    assert blas, sorted(libs)
+    for path in (umath[0], blas[0]):
+        assert libs[path]["sha256"] == sha256sum(path)
+        assert libs[path]["size"] == os.path.getsize(path)
+    assert any(lib["name"].startswith("libc.so") for lib in libs.values())
+    # the human view lists the numerics-relevant ones; --libs lists every one
+    human = prov("show", rec["run_id"], env=penv).stdout.decode()
+    assert umath[0] in human and blas[0] in human and "/libc.so" not in human
+    assert "/libc.so" in prov("show", rec["run_id"], "--libs", env=penv).stdout.decode()
+
+
+def test_two_numpy_runs_compare_their_common_libraries(penv):
+    for _ in range(2):
+        assert prov("exec", "-q", "--", PYTHON, "-c", WORKLOAD, env=penv).returncode == 0
+    a, b = (r["run_id"] for r in runs_json(penv)[:2])
+    c = prov("compare", a, b, "--json", env=penv)
+    doc = json.loads(c.stdout)
+    assert c.returncode == 0, c.stderr
+    assert doc["loaded_libraries_compared"] >= 3
+
+
+def test_sampler_sees_descendants_and_the_hasher_caches(tmp_path):
+    proc = subprocess.Popen(
+        ["sh", "-c", f"{PYTHON} -c 'import time, numpy; print(1, flush=True); time.sleep(5)'"],
+        stdout=subprocess.PIPE,
+    )
+    try:
+        assert proc.stdout.readline() == b"1\n"  # numpy imported in the grandchild
+        tree = descendants(proc.pid)
+        assert len(tree) >= 2 and tree[0] == proc.pid
+        s = LibrarySampler(proc.pid)
+        s.sample()
+        assert any("_multiarray_umath" in p for p in s.paths)
+    finally:
+        proc.kill()
+        proc.wait()
+    cache = tmp_path / "digests.json"
+    h = FileHasher(cache)
+    target = next(p for p in s.paths if "_multiarray_umath" in p)
+    size, digest = h.hash(target)
+    h.save()
+    assert digest == sha256sum(target) and size == os.path.getsize(target)
+    assert json.loads(cache.read_text())[target][4] == digest
+    # a changed file (new mtime/size) is re-hashed, never served from the cache
+    f = tmp_path / "libfake.so"
+    f.write_bytes(b"one")
+    h2 = FileHasher(cache)
+    d1 = h2.hash(str(f))[1]
+    f.write_bytes(b"three")
+    assert h2.hash(str(f))[1] == sha256sum(str(f)) != d1
+
+
+def test_parse_maps_keeps_file_backed_shared_objects_only():
+    maps = (
+        b"7f00-7f01 r-xp 00000000 08:01 123 /usr/lib/x86_64-linux-gnu/libc.so.6\n"
+        b"7f01-7f02 r--p 00000000 08:01 124 /opt/x/_C.cpython-311-x86_64-linux-gnu.so\n"
+        b"7f02-7f03 rw-p 00000000 00:00 0 [heap]\n"
+        b"7f03-7f04 r-xp 00000000 08:01 125 /usr/bin/python3.11\n"
+        b"7f04-7f05 r-xp 00000000 08:01 126 /tmp/libgone.so.1 (deleted)\n"
+        b"7f05-7f06 r--p 00000000 08:01 127 /usr/lib/locale/C.utf8/LC_CTYPE\n"
+    )
+    assert parse_maps(maps) == {
+        "/usr/lib/x86_64-linux-gnu/libc.so.6",
+        "/opt/x/_C.cpython-311-x86_64-linux-gnu.so",
+        "/tmp/libgone.so.1 (deleted)",
+    }
+    assert Path("/proc/self/maps").exists()
