@@ -36,10 +36,7 @@ def gate_check(vary: list[str], store=None, standalone: bool = False):
         from provenance.gate import compare_runs
         from provenance.store import open_store
 
-        # a worker's command line is prov's own, built from the declared engine spec
-        # (run.params, identity) and per-run paths: listed as ignored, not refused
-        c = compare_runs(store or open_store(), ref.run_id, cand.run_id, list(vary),
-                         extra_ignore=("code.command",))
+        c = compare_runs(store or open_store(), ref.run_id, cand.run_id, list(vary))
         if not c.ok:
             refused = c.result.refused
             change_table(f"REFUSED: {len(refused)} identity key(s) differ and no "

@@ -186,7 +186,10 @@ def _finish(run: _Run, final: RunRecord, outputs: Sequence[str | Path],
     warnings: list[str] = []
     outs = hash_outputs(run.workdir, outputs, run.store, warnings)
     facts = read_run_facts(run.run_dir, snapshot_sections(run.snap.text), warnings)
-    probe.merge_into(facts, probe.collect(run.run_dir, run.argv,  # consumes run_dir/probe
+    # a run with declared parameters is a prov worker: its command line is prov's own,
+    # built from those parameters (identity already) and per-run paths
+    command = None if run.record.params else run.argv
+    probe.merge_into(facts, probe.collect(run.run_dir, command,  # consumes run_dir/probe
                                           [run.workdir / p for p in outputs]))
     run_files = ingest_run_dir(run.run_dir, run.store)
     if section := run_section(run.record):

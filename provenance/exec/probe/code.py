@@ -27,14 +27,14 @@ def _placeholder(arg: str, places: dict[str, str]) -> str:
     return arg
 
 
-def command_facts(command: Sequence[str] | None, main: Process | None,
+def command_facts(command: Sequence[str] | None,
                   places: dict[str, str] | None = None) -> list[str] | None:
     """The command line as typed, its program named by basename (paths differ by copy).
 
     `places` maps paths to the names they are written as: where a run writes its declared
     outputs (`prov exec --output`) and its run directory say where results go, not how
     they are computed, and differ for every run by design."""
-    argv = list(command) if command else (list(main.orig_argv) if main else [])
+    argv = list(command or [])
     if not argv:
         return None
     from provenance.model.redact import redact_argv

@@ -112,7 +112,7 @@ def collect(run_dir: str | Path, command: Sequence[str] | None = None,
     code: dict[str, Any] = {}
     places = {str(Path(o).absolute()): "<output>" for o in outputs}
     places[str(run_dir.absolute())] = "<run_dir>"
-    cmd = command_facts(command, main, places)
+    cmd = command_facts(command, places)
     if cmd:
         code["command"] = cmd
     on = [p for p in processes if p.state == "on"]
