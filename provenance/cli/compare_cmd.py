@@ -23,6 +23,9 @@ def _render(result, a, b, con) -> None:
             render_changes(f"varied by --vary {spec}: {len(changes)} key(s)", changes, con)
     if result.ignored:
         render_changes(f"ignored (always-ignored keys): {len(result.ignored)}", result.ignored, con)
+    if result.not_loaded:
+        render_changes(f"not loaded (no process of either run imported them): "
+                       f"{len(result.not_loaded)}", result.not_loaded, con)
     for spec in result.unused:
         con.print(f"[yellow]note[/yellow]: --vary {spec} covers no difference")
 
@@ -73,6 +76,11 @@ def compare(
         result.refused,
         err,
     )
+    from provenance.gate import suggest_presets
+
+    for preset, keys in suggest_presets(config.presets, [c.key for c in result.refused]).items():
+        err.print(f"covered by --vary {preset}: {', '.join(keys)}", markup=False,
+                  highlight=False)
     err.print(
         "[red]refused[/red]: these runs were not done in the same environment. "
         "Declare what you meant to vary with --vary KEY or a preset "

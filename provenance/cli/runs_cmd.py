@@ -125,6 +125,9 @@ def _print_show(info, rec, all_libs: bool = False) -> None:
         rows.append(("output", f"{path}  {out.get('type')}  {out.get('digest', '')}"))
     for path, f in sorted((rec.run_dir or {}).items()):
         rows.append(("run file", f"{path}  {f.get('digest', '')}"))
+    from provenance.exec.probe.show import engine_rows
+
+    rows += engine_rows(rec.facts or {})  # what the in-process probe saw
     rows += _library_rows(rec.loaded_libraries or [], all_libs)
     rows += _drift_rows(rec.drift or {})
     res = rec.resources or {}

@@ -90,6 +90,8 @@ class LibrarySampler:
                 self.paths.setdefault(path, set()).add(pid)
 
     def results(self, hasher: FileHasher | None = None) -> list[dict[str, Any]]:
+        from provenance.exec.probe.libs import jit_artifact
+
         hasher = hasher or FileHasher()
         out = []
         for path in sorted(self.paths):
@@ -97,6 +99,8 @@ class LibrarySampler:
             if path.endswith(" (deleted)"):
                 entry["name"] = entry["name"][: -len(" (deleted)")]
                 entry["sha256"] = "unavailable: file deleted while mapped"
+            elif jit_artifact(path):  # rebuilt per config: compared through its inputs
+                entry["sha256"] = "not compared: compiled during the run"
             else:
                 size, digest = hasher.hash(path)
                 if size is not None:

@@ -33,6 +33,7 @@ from provenance.exec.environment import snapshot_and_git, with_command_env, work
 from provenance.exec.facts import read_run_facts, snapshot_sections
 from provenance.exec.libraries import LibrarySampler
 from provenance.exec.outputs import hash_outputs, ingest_run_dir
+from provenance.exec.probe import host as probe
 from provenance.exec.record import (
     failed_record,
     resources,
@@ -42,7 +43,7 @@ from provenance.exec.record import (
 )
 from provenance.exec.watch import watch
 from provenance.model.errors import ProvError
-from provenance.model.redact import redact_diff, store_key
+from provenance.model.redact import redact_diff, redact_tree, store_key
 from provenance.snapshot_cache import CachedSnapshot
 from provenance.store import RunRecord, Store, open_store
 from provenance.store.manifests import run_manifest_text
@@ -139,6 +140,7 @@ def _command_env(run: _Run) -> dict[str, str]:
     env.update(run.env_extra or {})
     env.update({"PROV_RUN_ID": run.record.run_id, "PROV_RUN_DIR": str(run.run_dir),
                 "PROV_STORE": str(run.store.root)})
+    env.update(probe.environment(run.run_dir, env))  # the in-process probe (PROV_INPROCESS=0)
     return env
 
 
@@ -192,8 +194,14 @@ def _finish(run: _Run, final: RunRecord, outputs: Sequence[str | Path],
     record (prov's own CPU counted up to here)."""
     warnings: list[str] = []
     outs = hash_outputs(run.workdir, outputs, run.store, warnings)
-    facts = read_run_facts(run.run_dir, snapshot_sections(run.snap.text), warnings,
-                           store_key(run.store.root))
+    key = store_key(run.store.root)
+    facts = read_run_facts(run.run_dir, snapshot_sections(run.snap.text), warnings, key)
+    # a run with declared parameters is a prov worker: its command line is prov's own,
+    # built from those parameters (identity already) and per-run paths
+    command = None if run.record.params else run.argv
+    probe_facts = probe.collect(run.run_dir, command,  # consumes run_dir/probe
+                                [run.workdir / p for p in outputs])
+    probe.merge_into(facts, redact_tree(probe_facts, key))
     run_files = ingest_run_dir(run.run_dir, run.store)
     if section := run_section(run.record):
         facts["run"] = section
