@@ -1,0 +1,74 @@
+# ruff: noqa: F811 - pytest fixtures imported from tests.exec_support
+"""The gate compares a JIT-compiled library by its cache key, not by its per-run bytes."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from provenance.gate import common_libraries
+from tests.exec_support import PYTHON, penv, prov, prov_cache, runs_json, show_json  # noqa: F401
+from tests.jit_support import PLAIN_WORKLOAD, TRITON_CACHE_WORKLOAD
+
+pytest.importorskip("triton")
+
+
+def _run(penv: dict, cache: str, *argv: str) -> dict:
+    env = {**penv, "TRITON_CACHE_DIR": cache}
+    p = prov("exec", "-q", "--", PYTHON, "-c", TRITON_CACHE_WORKLOAD, *argv, env=env)
+    assert p.returncode == 0, p.stderr
+    return show_json(runs_json(penv)[0]["run_id"], penv)
+
+
+def _launcher(rec: dict) -> dict:
+    return next(lib for lib in rec["loaded_libraries"]
+                if lib["name"].startswith("__triton_launcher"))
+
+
+def _compare(penv: dict, a: dict, b: dict) -> tuple[int, dict]:
+    c = prov("compare", a["run_id"], b["run_id"], "--json", env=penv)
+    return c.returncode, json.loads(c.stdout)
+
+
+def test_same_kernel_compiled_afresh_in_two_runs_compares_clean(penv, tmp_path):
+    a = _run(penv, str(tmp_path / "ca"), "7", "fresh")
+    b = _run(penv, str(tmp_path / "cb"), "7", "fresh")
+    la, lb = _launcher(a), _launcher(b)
+    assert la["sha256"] != lb["sha256"]  # the bytes really differ per run ...
+    rc, doc = _compare(penv, a, b)
+    assert rc == 0, doc["refused"]  # (the false refusal seen on the GPU)
+    assert doc["identical"] is True
+    assert la["jit"]["key"] == lb["jit"]["key"]  # ... what determined them does not
+    # the library took part: by its key, its bytes beside it as context
+    libs = common_libraries(a["loaded_libraries"], b["loaded_libraries"])
+    entry = libs[0][la["name"]]
+    assert entry["jit"].startswith(f"triton:{la['jit']['key']} (triton ")
+    assert entry["sha256"] == la["sha256"] != libs[1][la["name"]]["sha256"]
+
+
+def test_a_changed_kernel_source_refuses_naming_the_key(penv, tmp_path):
+    a = _run(penv, str(tmp_path / "ca"), "7")
+    b = _run(penv, str(tmp_path / "cb"), "8")
+    ka, kb = _launcher(a)["jit"]["key"], _launcher(b)["jit"]["key"]
+    assert ka != kb
+    rc, doc = _compare(penv, a, b)
+    assert rc == 3, doc
+    [(key, change)] = [(k, v) for k, v in doc["refused"].items() if k.startswith("libs.")]
+    assert key == f'libs."{_launcher(a)["name"]}".jit'
+    assert ka in change["a"] and kb in change["b"]
+
+
+def test_a_plain_library_with_other_bytes_still_refuses(penv, tmp_path):
+    recs = []
+    for name in ("a", "b"):
+        d = tmp_path / name
+        d.mkdir()
+        p = prov("exec", "-q", "--", PYTHON, "-c", PLAIN_WORKLOAD, str(d), env=penv)
+        assert p.returncode == 0, p.stderr
+        recs.append(show_json(runs_json(penv)[0]["run_id"], penv))
+    lib = next(x for x in recs[0]["loaded_libraries"] if x["name"] == "libplain.so")
+    assert "jit" not in lib
+    rc, doc = _compare(penv, *recs)
+    assert rc == 3, doc
+    assert list(k for k in doc["refused"] if k.startswith("libs.")) == ['libs."libplain.so"']
