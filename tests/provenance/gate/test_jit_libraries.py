@@ -72,3 +72,35 @@ def test_a_plain_library_with_other_bytes_still_refuses(penv, tmp_path):
     rc, doc = _compare(penv, *recs)
     assert rc == 3, doc
     assert list(k for k in doc["refused"] if k.startswith("libs.")) == ['libs."libplain.so"']
+
+
+INDUCTOR_WORKLOAD = r"""
+import torch
+@torch.compile
+def f(x):
+    return torch.sin(x) * 2 + x
+print(f(torch.ones(8)).sum().item(), flush=True)
+"""
+
+
+@pytest.mark.slow
+def test_torch_inductor_kernels_compiled_in_two_fresh_caches_compare_clean(penv, tmp_path):
+    """Real torch inductor on CPU: the same function compiled in two fresh caches gives a
+    library of one key (its file name) and different bytes; the gate compares the key."""
+    pytest.importorskip("torch")
+    recs = []
+    for name in ("a", "b"):
+        env = {**penv, "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / name),
+               "TORCHINDUCTOR_COMPILE_THREADS": "1"}
+        p = prov("exec", "-q", "--", PYTHON, "-c", INDUCTOR_WORKLOAD, env=env, timeout=600)
+        assert p.returncode == 0, p.stderr
+        recs.append(show_json(runs_json(penv)[0]["run_id"], penv))
+    la, lb = ([x for x in r["loaded_libraries"] if x.get("jit", {}).get("kind") == "torch-inductor"]
+              for r in recs)
+    assert la and lb, [x["path"] for x in recs[0]["loaded_libraries"]]
+    assert {x["jit"]["key"] for x in la} == {x["jit"]["key"] for x in lb}
+    assert all(x["name"].startswith(x["jit"]["key"]) for x in la)
+    assert {x["sha256"] for x in la} != {x["sha256"] for x in lb}, (
+        "inductor now builds identical bytes: this test no longer exercises bytes-as-context")
+    rc, doc = _compare(penv, *recs)
+    assert rc == 0, doc["refused"]
