@@ -108,7 +108,11 @@ class LibrarySampler:
                 if size is not None:
                     entry["size"] = size
                 entry["sha256"] = digest
-            if fact := identify(path.removesuffix(" (deleted)"), env, versions):
+            try:
+                fact = identify(path.removesuffix(" (deleted)"), env, versions)
+            except (OSError, ValueError):  # never fails the run: compared by bytes
+                fact = None
+            if fact:
                 entry["jit"] = fact
             out.append(entry)
         hasher.save()

@@ -32,23 +32,28 @@ def jit_identity(jit: dict[str, Any]) -> str:
 
 def _by_name(libs: list[dict[str, Any]]) -> dict[str, Any]:
     """basename -> the joined digests of its files; for a JIT-compiled library, a table of
-    its identities (`jit`, identity) and its files' digests (`sha256`, context)."""
-    digests: dict[str, set[str]] = {}
+    its identities (`jit`, identity), its files' digests (`sha256`, context) and the digests
+    of any file of that name outside a JIT cache (`files`, identity: never laundered)."""
+    plain: dict[str, set[str]] = {}
+    jit_bytes: dict[str, set[str]] = {}
     jits: dict[str, set[str]] = {}
     for lib in libs:
         name = str(lib.get("name"))
         digest = str(lib.get("sha256", ""))
-        if isinstance(lib.get("jit"), dict):
-            jits.setdefault(name, set()).add(jit_identity(lib["jit"]))
-        elif not digest.startswith("sha256:"):
-            continue
-        if digest.startswith("sha256:"):
-            digests.setdefault(name, set()).add(digest)
-    out: dict[str, Any] = {k: ",".join(sorted(v)) for k, v in digests.items() if k not in jits}
+        jit = lib.get("jit")
+        if isinstance(jit, dict) and jit.get("kind") and jit.get("key"):
+            jits.setdefault(name, set()).add(jit_identity(jit))
+            if digest.startswith("sha256:"):
+                jit_bytes.setdefault(name, set()).add(digest)
+        elif digest.startswith("sha256:"):
+            plain.setdefault(name, set()).add(digest)
+    out: dict[str, Any] = {k: ",".join(sorted(v)) for k, v in plain.items() if k not in jits}
     for name, ids in jits.items():
         out[name] = {"jit": ", ".join(sorted(ids))}
-        if name in digests:
-            out[name]["sha256"] = ",".join(sorted(digests[name]))
+        if name in jit_bytes:
+            out[name]["sha256"] = ",".join(sorted(jit_bytes[name]))
+        if name in plain:
+            out[name]["files"] = ",".join(sorted(plain[name]))
     return out
 
 

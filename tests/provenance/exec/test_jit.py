@@ -28,8 +28,11 @@ def test_triton_build_helper_launcher_is_recorded_by_its_cache_key(penv, tmp_pat
     p = prov("exec", "-q", "--", PYTHON, "-c", TRITON_BUILD_WORKLOAD, "7", env=penv)
     assert p.returncode == 0, p.stderr
     assert p.stdout == b"7\n"
-    [lib] = _launchers(last_run(penv))
+    rec = last_run(penv)
+    [lib] = _launchers(rec)
     folder = Path(lib["path"]).parent
+    human = prov("show", rec["run_id"], env=penv).stdout.decode()
+    assert f"{lib['path']}  jit triton:{folder.name}  {lib['sha256']}" in human
     assert folder.parent == tmp_path / "triton-cache"
     assert lib["jit"] == {"kind": "triton", "key": folder.name, "compiler": "triton",
                           "compiler_version": triton.__version__}

@@ -104,3 +104,24 @@ def test_torch_inductor_kernels_compiled_in_two_fresh_caches_compare_clean(penv,
         "inductor now builds identical bytes: this test no longer exercises bytes-as-context")
     rc, doc = _compare(penv, *recs)
     assert rc == 0, doc["refused"]
+
+
+def test_common_libraries_keep_identity_of_what_a_jit_did_not_compile():
+    """Unit: the key is identity, the JIT file's bytes context; a same-named file outside
+    any JIT cache keeps its bytes as identity; a record without `jit` compares by bytes."""
+    from provenance.gate.check import gate
+    from provenance.model import Manifest
+
+    jit = {"kind": "triton", "key": "K" * 52, "compiler": "triton", "compiler_version": "3"}
+    a = [{"name": "l.so", "sha256": "sha256:aa", "jit": jit},
+         {"name": "p.so", "sha256": "sha256:11"}]
+    b = [{"name": "l.so", "sha256": "sha256:bb", "jit": jit},
+         {"name": "p.so", "sha256": "sha256:11"}]
+    m = Manifest({"x": {"y": 1}})
+    assert gate(m, m, [], libs=common_libraries(a, b)).identical
+    stray = [*b, {"name": "l.so", "sha256": "sha256:cc"}]
+    r = gate(m, m, [], libs=common_libraries(a, stray))
+    assert [c.key for c in r.refused] == ['libs."l.so".files']
+    old = [{k: v for k, v in lib.items() if k != "jit"} for lib in b]
+    r = gate(m, m, [], libs=common_libraries(old, b))
+    assert {c.key for c in r.refused} == {'libs."l.so"', 'libs."l.so".jit'}
