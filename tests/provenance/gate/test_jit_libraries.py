@@ -98,9 +98,13 @@ def test_torch_inductor_kernels_compiled_in_two_fresh_caches_compare_clean(penv,
     la, lb = ([x for x in r["loaded_libraries"] if x.get("jit", {}).get("kind") == "torch-inductor"]
               for r in recs)
     assert la and lb, [x["path"] for x in recs[0]["loaded_libraries"]]
-    assert {x["jit"]["key"] for x in la} == {x["jit"]["key"] for x in lb}
-    assert all(x["name"].startswith(x["jit"]["key"]) for x in la)
-    assert {x["sha256"] for x in la} != {x["sha256"] for x in lb}, (
+    # inductor also builds short-lived helper libraries (ISA checks) that sampling may see
+    # in one run only; the kernel mapped until exit is seen in both
+    ka, kb = ({x["jit"]["key"]: x for x in libs} for libs in (la, lb))
+    common = ka.keys() & kb.keys()
+    assert common, (sorted(ka), sorted(kb))
+    assert all(x["name"].startswith(x["jit"]["key"]) for x in la + lb)
+    assert any(ka[k]["sha256"] != kb[k]["sha256"] for k in common), (
         "inductor now builds identical bytes: this test no longer exercises bytes-as-context")
     rc, doc = _compare(penv, *recs)
     assert rc == 0, doc["refused"]
