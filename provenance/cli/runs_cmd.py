@@ -159,11 +159,18 @@ def _git_rows(git: dict) -> list[tuple[str, str]]:
 def _library_rows(libs: list, all_libs: bool) -> list[tuple[str, str]]:
     if not libs:
         return []
-    shown = libs if all_libs else [lib for lib in libs if KEY_LIBS.search(lib["name"])]
+    shown = libs if all_libs else [lib for lib in libs
+                                   if KEY_LIBS.search(lib["name"]) or lib.get("jit")]
     more = "" if all_libs else "; the numerics-relevant ones below (--libs: all)"
     rows = [("libs", f"{len(libs)} shared libraries loaded{more}")]
-    rows += [("", f"{lib['path']}  {lib.get('sha256')}") for lib in shown]
+    rows += [("", f"{lib['path']}  {_jit_label(lib)}{lib.get('sha256')}") for lib in shown]
     return rows
+
+
+def _jit_label(lib: dict) -> str:
+    """A JIT-compiled library is known by its cache key; its bytes follow as context."""
+    jit = lib.get("jit")
+    return f"jit {jit.get('kind')}:{jit.get('key')}  " if isinstance(jit, dict) else ""
 
 
 def _drift_rows(drift: dict) -> list[tuple[str, str]]:

@@ -31,6 +31,7 @@ from provenance.exec import process
 from provenance.exec.drift import check_drift
 from provenance.exec.environment import snapshot_and_git, with_command_env, workload_python
 from provenance.exec.facts import read_run_facts, snapshot_sections
+from provenance.exec.jit import package_versions
 from provenance.exec.libraries import LibrarySampler
 from provenance.exec.outputs import hash_outputs, ingest_run_dir
 from provenance.exec.probe import host as probe
@@ -205,7 +206,8 @@ def _finish(run: _Run, final: RunRecord, outputs: Sequence[str | Path],
     run_files = ingest_run_dir(run.run_dir, run.store)
     if section := run_section(run.record):
         facts["run"] = section
-    libs = sampler.results() if sampler else []
+    libs = (sampler.results(env=_command_env(run), versions=package_versions(run.snap.text))
+            if sampler else [])
     drift = check_drift(run.snap, run.python, run.store, run.env_extra)
     if drift.get("detected"):
         warnings.append(

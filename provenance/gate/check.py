@@ -60,7 +60,7 @@ class GateResult:
 
 
 def gate(a: Manifest, b: Manifest, vary: list[str], config: GateConfig | None = None,
-         libs: tuple[dict[str, str], dict[str, str]] | None = None) -> GateResult:
+         libs: tuple[dict[str, Any], dict[str, Any]] | None = None) -> GateResult:
     """Sort every identity difference of `a` and `b` (and of `libs`, the digests of the
     libraries both loaded, `common_libraries`) into varied, ignored or refused."""
     config = config or GateConfig()

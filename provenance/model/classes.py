@@ -109,6 +109,9 @@ CLASSIFICATION: tuple[tuple[str, LeafKind], ...] = (
     ("model.files.*.source", C),
     # a per-process shared-memory name vLLM draws at random
     ("runtime.vllm.envs.VLLM_OBJECT_STORAGE_SHM_BUFFER_NAME", C),
+    # a JIT-compiled library is known by its cache key (`libs.<name>.jit`); its bytes differ
+    # between two fresh caches of one configuration (gate/libraries.py)
+    ("libs.*.sha256", C),
     ("**", I),
 )
 
