@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from provenance.exec.jit import identify
+from provenance.exec.probe.libs import jit_artifact
 from provenance.model.atomic import write_atomic
 
 _SHARED = re.compile(rb"\.so(\.[0-9.]+)?$")
@@ -114,6 +115,9 @@ class LibrarySampler:
                 fact = None
             if fact:
                 entry["jit"] = fact
+            elif jit_artifact(path):  # a compiler's output in a cache the JIT table does not
+                # know (vLLM's torch_compile_cache): rebuilt per run, its inputs are identity
+                entry["sha256"] = "not compared: compiled during the run"
             out.append(entry)
         hasher.save()
         return out
