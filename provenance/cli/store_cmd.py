@@ -29,6 +29,8 @@ def reindex() -> None:
     """Rebuild the SQLite index from the objects alone."""
     store = _open()
     result = store.reindex()
+    if result.moved_aside:
+        sys.stderr.write(f"prov: the index was damaged: moved aside to {result.moved_aside}\n")
     sys.stdout.write(
         f"reindexed {store.root}: {result.runs} runs, {result.manifests} manifests, "
         f"{result.comparisons} comparisons, {result.objects} objects\n"

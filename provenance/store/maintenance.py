@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -134,9 +135,39 @@ class ReindexResult:
     comparisons: int
     objects: int
     corrupt: list[str]
+    moved_aside: str | None = None  # where a damaged index.sqlite was moved
+
+
+def _index_healthy(store) -> bool:
+    """Whether index.sqlite opens and passes SQLite's quick_check (a full read of it)."""
+    from provenance.store.store import IndexUnreadable
+
+    try:
+        rows = store.db.execute("PRAGMA quick_check").fetchall()
+    except IndexUnreadable:
+        return False
+    return [tuple(r) for r in rows] == [("ok",)]
+
+
+def _move_index_aside(store) -> str:
+    """Rename a damaged index.sqlite (and its -wal/-shm) to index.sqlite.corrupt-<time>."""
+    store.close()
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+    base = store.root / "index.sqlite"
+    aside = base.with_name(f"index.sqlite.corrupt-{stamp}")
+    n = 1
+    while aside.exists():  # a second reindex within the same second keeps the first file
+        aside, n = base.with_name(f"index.sqlite.corrupt-{stamp}.{n}"), n + 1
+    for suffix in ("", "-wal", "-shm"):
+        src = base.with_name(base.name + suffix)
+        if src.exists():
+            os.replace(src, aside.with_name(aside.name + suffix))
+    return str(aside)
 
 
 def reindex(store) -> ReindexResult:
+    """Rebuild every row from the objects; a damaged index file is moved aside first."""
+    moved = None if _index_healthy(store) else _move_index_aside(store)
     s = scan(store)
     kinds = _kinds(s)
     with idx.transaction(store.db) as conn:
@@ -161,7 +192,8 @@ def reindex(store) -> ReindexResult:
                     str(doc.get("created_at", "")),
                 ),
             )
-    return ReindexResult(len(s.runs), len(s.manifests), len(s.comparisons), len(s.sizes), s.corrupt)
+    return ReindexResult(len(s.runs), len(s.manifests), len(s.comparisons), len(s.sizes),
+                         s.corrupt, moved)
 
 
 @dataclass

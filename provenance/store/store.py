@@ -28,6 +28,51 @@ from provenance.store.records import (
 from provenance.store.run_record import RunRecord
 
 STORE_DIR = ".prov"
+REINDEX_HINT = "run `prov store reindex` to rebuild it from the objects"
+
+
+class IndexUnreadable(ProvError):
+    """index.sqlite is not a whole SQLite database (truncated, overwritten, corrupt)."""
+
+
+class StoreReadOnly(ProvError):
+    """A write to a store on a read-only mount (or one this user may not write)."""
+
+
+class _Index:
+    """The index connection, with corruption said once, in one line naming reindex.
+
+    Rows are fetched inside `execute`: SQLite reports a damaged page while stepping, which
+    a caller iterating a cursor would otherwise meet as a raw sqlite3 error."""
+
+    def __init__(self, conn: sqlite3.Connection, path: Path) -> None:
+        self.conn = conn
+        self.path = path
+
+    def _unreadable(self, exc: sqlite3.Error) -> IndexUnreadable:
+        return IndexUnreadable(f"{self.path} is unreadable ({exc}); {REINDEX_HINT}")
+
+    def execute(self, sql: str, params=()) -> _Rows:
+        try:
+            return _Rows(self.conn.execute(sql, params).fetchall())
+        except sqlite3.Error as exc:
+            if idx.is_corruption(exc):
+                raise self._unreadable(exc) from None
+            raise
+
+    def executescript(self, sql: str) -> None:
+        self.conn.executescript(sql)
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+class _Rows(list):
+    def fetchone(self):
+        return self[0] if self else None
+
+    def fetchall(self) -> list:
+        return list(self)
 
 
 def find_git_root(start: Path) -> Path | None:
@@ -72,6 +117,8 @@ class Store:
 
     # -- set-up -----------------------------------------------------------------
     def _ensure_layout(self) -> None:
+        """Create the layout on first write; every writer comes through here."""
+        self.require_writable()
         if not (self.root / "objects").is_dir():
             self.root.mkdir(parents=True, exist_ok=True)
             # The store never shows up as untracked files of the repository it sits in.
@@ -81,19 +128,38 @@ class Store:
             (self.root / "objects").mkdir(exist_ok=True)
 
     @property
-    def db(self) -> sqlite3.Connection:
+    def writable(self) -> bool:
+        """Whether this process may write the store (False on a read-only mount; root
+        passes mode bits, so access() is asked, which also sees EROFS)."""
+        probe = self.root if self.root.exists() else self.root.parent
+        return os.access(probe, os.W_OK)
+
+    def require_writable(self) -> None:
+        if not self.writable:
+            raise StoreReadOnly(f"{self.root} is read-only: this command writes the store")
+
+    @property
+    def db(self) -> _Index:
         conn = getattr(self._local, "conn", None)
         if conn is None:
-            self._ensure_layout()
-            try:
-                conn = idx.connect(self.root / "index.sqlite")
-            except sqlite3.DatabaseError as exc:
-                raise ProvError(
-                    f"{self.root}/index.sqlite is unreadable ({exc}); "
-                    "run `prov store reindex` to rebuild it from the objects"
-                ) from None
+            conn = _Index(self._connect(), self.root / "index.sqlite")
             self._local.conn = conn
         return conn
+
+    def _connect(self) -> sqlite3.Connection:
+        path = self.root / "index.sqlite"
+        try:
+            if self.writable:
+                self._ensure_layout()
+                return idx.connect(path)
+            if not path.exists():
+                raise ProvError(f"{path} is absent and the store is read-only: "
+                                f"{REINDEX_HINT} where it can be written")
+            return idx.connect_readonly(path)
+        except sqlite3.Error as exc:
+            if idx.is_corruption(exc) or not self.writable:
+                raise IndexUnreadable(f"{path} is unreadable ({exc}); {REINDEX_HINT}") from None
+            raise
 
     def close(self) -> None:
         conn = getattr(self._local, "conn", None)
@@ -250,6 +316,7 @@ class Store:
         """Write the final record of a run (state complete or failed), pointing at `previous`."""
         if record.state not in FINAL_STATES:
             raise ValueError(f"final state must be one of {FINAL_STATES}")
+        self._ensure_layout()
         doc = {**record.to_doc(), "kind": RUN_KIND, "schema_version": RECORD_SCHEMA,
                "previous": previous}
         return self._put_record(doc, extra_objects)
@@ -338,7 +405,14 @@ class Store:
     def reindex(self):
         from provenance.store.maintenance import reindex
 
+        self.require_writable()
         return reindex(self)
+
+    def gc(self, **options):
+        from provenance.store.gc import gc
+
+        self.require_writable()
+        return gc(self, **options)
 
     def fsck(self):
         from provenance.store.maintenance import fsck
