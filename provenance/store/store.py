@@ -14,7 +14,7 @@ from provenance.model import Manifest, ManifestError
 from provenance.model.errors import ProvError
 from provenance.store import index as idx
 from provenance.store.manifests import run_manifest
-from provenance.store.objects import ObjectStore, StreamWriter, split_digest
+from provenance.store.objects import ObjectStore, StoreFull, StreamWriter, split_digest
 from provenance.store.records import (
     COMPARISON_KIND,
     FINAL_STATES,
@@ -58,6 +58,8 @@ class _Index:
         except sqlite3.Error as exc:
             if idx.is_corruption(exc):
                 raise self._unreadable(exc) from None
+            if "full" in str(exc):  # SQLITE_FULL: "database or disk is full"
+                raise StoreFull(f"{self.path}: cannot write the index (disk full)") from None
             raise
 
     def executescript(self, sql: str) -> None:
