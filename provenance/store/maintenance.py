@@ -19,6 +19,7 @@ from typing import Any
 
 from provenance.model import Manifest, ManifestError
 from provenance.store import index as idx
+from provenance.store.gc import leftovers
 from provenance.store.records import (
     COMPARISON_KIND,
     RUN_KIND,
@@ -208,6 +209,7 @@ class FsckResult:
     index_problems: list[str] = field(default_factory=list)
     temp_files: int = 0
     runs: dict[str, int] = field(default_factory=dict)
+    leftovers: Any = None  # gc.Leftovers: temp files and run directories killed runs left
 
     @property
     def ok(self) -> bool:
@@ -227,6 +229,7 @@ class FsckResult:
             "index_problems": self.index_problems,
             "temp_files": self.temp_files,
             "runs": self.runs,
+            "leftovers": self.leftovers.to_json() if self.leftovers else None,
         }
 
 
@@ -312,6 +315,7 @@ def fsck(store) -> FsckResult:
     r.orphaned = sorted(refs.present - referenced - set(s.corrupt))
     if store.objects.tmp.is_dir():
         r.temp_files = sum(1 for _ in store.objects.tmp.iterdir())
+    r.leftovers = leftovers(store, grace_s=0)
     return r
 
 

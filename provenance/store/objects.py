@@ -72,6 +72,14 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+def _freshen(path: Path) -> None:
+    """Mark an existing object as just written: `prov store gc --objects` spares objects
+    younger than its grace period, so one a new record is about to refer to stays (as git
+    freshens a loose object it would have written)."""
+    with contextlib.suppress(OSError):
+        os.utime(path)
+
+
 class ObjectStore:
     def __init__(self, root: Path) -> None:
         self.root = root
@@ -103,6 +111,7 @@ class ObjectStore:
         final = self.path_for(digest)
         if final.exists():
             os.unlink(tmp)
+            _freshen(final)
             return digest
         final.parent.mkdir(parents=True, exist_ok=True)
         os.chmod(tmp, 0o444)
@@ -113,6 +122,7 @@ class ObjectStore:
     def put_bytes(self, data: bytes) -> str:
         hexdigest = hashlib.sha256(data).hexdigest()
         if self.path_for(hexdigest).exists():
+            _freshen(self.path_for(hexdigest))
             return f"{ALGO}:{hexdigest}"
         fd, tmp = self._temp()
         try:
