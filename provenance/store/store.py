@@ -14,7 +14,14 @@ from provenance.model import Manifest, ManifestError
 from provenance.model.errors import ProvError
 from provenance.store import index as idx
 from provenance.store.manifests import run_manifest
-from provenance.store.objects import ObjectStore, StoreFull, StreamWriter, split_digest
+from provenance.store.objects import (
+    FULL_ERRNOS,
+    ObjectStore,
+    StoreFull,
+    StreamWriter,
+    split_digest,
+    store_full,
+)
 from provenance.store.records import (
     COMPARISON_KIND,
     FINAL_STATES,
@@ -121,13 +128,19 @@ class Store:
     def _ensure_layout(self) -> None:
         """Create the layout on first write; every writer comes through here."""
         self.require_writable()
-        if not (self.root / "objects").is_dir():
+        if (self.root / "objects").is_dir():
+            return
+        try:
             self.root.mkdir(parents=True, exist_ok=True)
             # The store never shows up as untracked files of the repository it sits in.
             ignore = self.root / ".gitignore"
             if not ignore.exists():
                 ignore.write_text("*\n")
             (self.root / "objects").mkdir(exist_ok=True)
+        except OSError as exc:
+            if exc.errno in FULL_ERRNOS:
+                raise store_full(exc, self.root) from None
+            raise
 
     @property
     def writable(self) -> bool:
