@@ -49,7 +49,8 @@ def _info_json(info) -> dict:
 
 @app.command()
 def runs(
-    limit: int = typer.Option(50, "--limit", "-n", help="Show at most this many (0: all)."),
+    limit: int = typer.Option(50, "--limit", "-n", min=0, max=10**9,
+                              help="Show at most this many (0: all)."),
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
 ) -> None:
     """List recorded runs, newest first."""

@@ -44,12 +44,18 @@ from provenance.exec.record import (
 )
 from provenance.exec.watch import watch
 from provenance.model.errors import ProvError
+from provenance.model.redact import redact_diff, store_key
 from provenance.snapshot_cache import CachedSnapshot
 from provenance.store import RunRecord, Store, open_store
 from provenance.store.manifests import run_manifest_text
 from provenance.store.objects import StoreFull, space_reason
 from provenance.store.records import now_iso
 
+
+def redact_diff_bytes(diff: bytes, key: bytes) -> tuple[bytes, int]:
+    """The diff with secrets hidden (bytes that are not UTF-8 kept as they are)."""
+    text, hidden = redact_diff(diff.decode("utf-8", "surrogateescape"), key)
+    return text.encode("utf-8", "surrogateescape"), hidden
 
 @dataclass
 class RunResult:
@@ -106,9 +112,12 @@ def run_supervised(
     # the command runs with env_extra: its relevant variables are part of the run's identity
     snap = with_command_env(snap, env_extra)
     manifest_obj = store.put_object(snap.text.encode("utf-8"))
-    if git_diff:
+    if git_diff:  # a secret in the working tree's diff is hidden before it is stored
+        git_diff, hidden = redact_diff_bytes(git_diff, store_key(store.root))
         git_facts["diff"] = store.put_object(git_diff)
         git_facts["diff_size"] = len(git_diff)
+        if hidden:
+            git_facts["diff_secrets_redacted"] = hidden
     record = started_record(argv, name=name, workdir=workdir, tags=tags, params=params,
                             env_extra=env_extra, snap=snap, manifest_obj=manifest_obj,
                             git_facts=git_facts, python=python)
@@ -221,7 +230,8 @@ def _finish(run: _Run, final: RunRecord, outputs: Sequence[str | Path],
     record (prov's own CPU counted up to here)."""
     warnings: list[str] = list(final.warnings or [])
     outs = hash_outputs(run.workdir, outputs, run.store, warnings)
-    facts = read_run_facts(run.run_dir, snapshot_sections(run.snap.text), warnings)
+    facts = read_run_facts(run.run_dir, snapshot_sections(run.snap.text), warnings,
+                           store_key(run.store.root))
     run_files = ingest_run_dir(run.run_dir, run.store)
     if section := run_section(run.record):
         facts["run"] = section
