@@ -147,7 +147,9 @@ class Store:
     def writable(self) -> bool:
         """Whether this process may write the store (False on a read-only mount; root
         passes mode bits, so access() is asked, which also sees EROFS)."""
-        probe = self.root if self.root.exists() else self.root.parent
+        probe = self.root
+        while not probe.exists() and probe != probe.parent:
+            probe = probe.parent  # a store not made yet is made under its nearest ancestor
         return os.access(probe, os.W_OK)
 
     def require_writable(self) -> None:

@@ -68,3 +68,10 @@ def test_read_only_store_without_an_index_says_what_to_do(recorded, penv, tmp_pa
         p = prov("runs", env={**penv, "PROV_STORE": str(ro)}, timeout=60)
         assert p.returncode == 2, p.stdout + p.stderr
         assert "prov store reindex" in one_error_line(p.stderr)
+
+
+def test_a_store_under_directories_not_made_yet_is_writable(penv, tmp_path):
+    env = {**penv, "PROV_STORE": str(tmp_path / "a" / "b" / "store")}
+    p = prov("exec", "--", "true", env=env)
+    assert p.returncode == 0, p.stderr
+    assert (tmp_path / "a" / "b" / "store" / "objects").is_dir()
