@@ -1,4 +1,4 @@
-"""`prov store reindex` and `prov store fsck`."""
+"""`prov store reindex`, `prov store fsck` and `prov store gc`."""
 
 from __future__ import annotations
 
@@ -29,6 +29,8 @@ def reindex() -> None:
     """Rebuild the SQLite index from the objects alone."""
     store = _open()
     result = store.reindex()
+    if result.moved_aside:
+        sys.stderr.write(f"prov: the index was damaged: moved aside to {result.moved_aside}\n")
     sys.stdout.write(
         f"reindexed {store.root}: {result.runs} runs, {result.manifests} manifests, "
         f"{result.comparisons} comparisons, {result.objects} objects\n"
@@ -68,9 +70,48 @@ def fsck(as_json: bool = typer.Option(False, "--json", help="Machine-readable ou
         out.write(
             f"orphaned  {len(r.orphaned)} object(s) no record refers to (left by killed runs)\n"
         )
-    if r.temp_files:
-        out.write(f"temp      {r.temp_files} file(s) in tmp/ (from interrupted writes)\n")
+    _write_leftovers(out, r.leftovers)
     states = ", ".join(f"{n} {s}" for s, n in sorted(r.runs.items())) or "none"
     out.write(f"runs: {states}\n")
     out.write("ok\n" if r.ok else "FAILED\n")
     raise typer.Exit(0 if r.ok else 1)
+
+
+def _write_leftovers(out, left) -> None:
+    for item in left.temp_files + left.run_dirs:
+        out.write(f"leftover  {item.path}  {item.size} bytes  ({item.why}; `prov store gc`)\n")
+    for item in left.kept:
+        out.write(f"in use    {item.path}  {item.size} bytes  ({item.why})\n")
+
+
+@store_app.command()
+def gc(
+    dry_run: bool = typer.Option(False, "--dry-run", "-n",
+                                 help="List what would be removed; remove nothing."),
+    objects: bool = typer.Option(False, "--objects",
+                                 help="Also remove objects no record refers to."),
+    grace: float = typer.Option(3600.0, "--grace", min=0.0, metavar="SECONDS",
+                                help="Spare anything younger than this (default 1 hour)."),
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+) -> None:
+    """Remove what killed runs left: temp files, run directories, stale index rows.
+
+    Like `git gc`, it acts by default and only on garbage older than the grace period;
+    files a live process holds open and the directories of running runs are never touched.
+    """
+    from provenance.cli.output import print_json
+
+    store = _open()
+    r = store.gc(dry_run=dry_run, objects=objects, grace_s=grace)
+    if as_json:
+        print_json(r.to_json())
+        return
+    verb = "would remove" if dry_run else "removed"
+    out = sys.stdout
+    for item in r.leftovers.temp_files + r.leftovers.run_dirs + r.objects:
+        out.write(f"{verb}  {item.path}  {item.size} bytes  ({item.why})\n")
+    for rid in r.rows_refreshed:
+        out.write(f"{'would refresh' if dry_run else 'refreshed'}  index row of run {rid}\n")
+    for item in r.leftovers.kept:
+        out.write(f"kept  {item.path}  ({item.why})\n")
+    out.write(f"{verb} {r.freed} bytes in {store.root}\n")

@@ -21,6 +21,8 @@ import contextlib
 import os
 import resource
 import shutil
+import sqlite3
+import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -48,6 +50,7 @@ from provenance.model.redact import redact_diff, redact_tree, store_key
 from provenance.snapshot_cache import CachedSnapshot
 from provenance.store import RunRecord, Store, open_store
 from provenance.store.manifests import run_manifest_text
+from provenance.store.objects import StoreFull, space_reason
 from provenance.store.records import now_iso
 
 
@@ -169,15 +172,50 @@ def _execute(run: _Run, outputs: Sequence[str | Path], stream: bool,
         fg.restore()
     ended = time.time()
     usages = (child_usage, usage_at_spawn, resource.getrusage(resource.RUSAGE_SELF))
-    logs = {}
-    for label, w in (("stdout", out_w), ("stderr", err_w)):
-        digest = w.close()
-        logs[label] = {"digest": digest, "size": w.size}
+    logs, lost = _close_logs(out_w, err_w)
     status, signame = process.exit_status(returncode)
     final = run.record.replace(state="complete", ended_at=now_iso(),
                                duration_s=round(ended - spawned, 6), exit_status=status,
-                               logs=logs, signal=signame)
-    return _finish(run, final, outputs, sampler, usages)
+                               logs=logs, signal=signame, warnings=lost or None)
+    try:
+        return _finish(run, final, outputs, sampler, usages)
+    except (OSError, sqlite3.Error, StoreFull) as exc:
+        return _unrecorded(run, final, exc)
+
+
+def _close_logs(out_w, err_w) -> tuple[dict[str, Any], list[str]]:
+    """The log entries, and a warning per log the store could not take in full."""
+    logs: dict[str, Any] = {}
+    lost: list[str] = []
+    for label, w in (("stdout", out_w), ("stderr", err_w)):
+        try:
+            logs[label] = {"digest": w.close(), "size": w.size}
+        except (OSError, StoreFull) as exc:
+            w.abort()
+            reason = space_reason(exc) if isinstance(exc, OSError) else str(exc)
+            lost.append(f"{label} not stored: {reason}")
+            continue
+        if w.truncated:
+            logs[label]["truncated"] = w.truncated
+            lost.append(f"{label} log truncated: {w.truncated} (after {w.size} bytes)")
+    return logs, lost
+
+
+def _unrecorded(run: _Run, final: RunRecord, exc: BaseException) -> RunResult:
+    """The command ran and its status stands; the store could not take the final record.
+
+    A minimal final record is tried (logs and status); failing that the run stays
+    `started` (shown as abandoned) and prov says so on stderr."""
+    reason = space_reason(exc) if isinstance(exc, OSError) else str(exc)
+    warning = f"the run's facts could not be stored: {reason}"
+    final = final.replace(warnings=[*(final.warnings or []), warning])
+    try:
+        digest = run.store.finalize_run(final, run.started)
+    except (OSError, sqlite3.Error, ProvError):
+        digest = run.started
+        sys.stderr.write(f"prov: warning: run {run.record.run_id[:12]} not recorded "
+                         f"({reason}); it will show as abandoned\n")
+    return RunResult(run.record.run_id, final.exit_status, digest, "complete", final)
 
 
 def _spawn_failed(run: _Run, exc: OSError) -> RunResult:
@@ -193,7 +231,7 @@ def _finish(run: _Run, final: RunRecord, outputs: Sequence[str | Path],
             sampler: LibrarySampler | None, usages: tuple) -> RunResult:
     """Outputs, run dir, facts, libraries, drift and the run's manifest; then the final
     record (prov's own CPU counted up to here)."""
-    warnings: list[str] = []
+    warnings: list[str] = list(final.warnings or [])
     outs = hash_outputs(run.workdir, outputs, run.store, warnings)
     key = store_key(run.store.root)
     facts = read_run_facts(run.run_dir, snapshot_sections(run.snap.text), warnings, key)

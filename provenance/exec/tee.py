@@ -8,6 +8,8 @@ import fcntl
 import os
 from typing import Any
 
+from provenance.store.objects import space_reason
+
 CHUNK = 1 << 20
 F_SETPIPE_SZ = 1031
 
@@ -35,10 +37,20 @@ class Tee:
         if not data:
             self.open = False
             return 0
-        self.writer.write(data)
         if self.dst is not None:
             self._to_terminal(data)
+        self._store(data)
         return len(data)
+
+    def _store(self, data: bytes) -> None:
+        """Into the store, until a write fails: then the log keeps its prefix and says why
+        (the record reads "log truncated: disk full"); the terminal still gets everything."""
+        if self.writer.truncated:
+            return
+        try:
+            self.writer.write(data)
+        except OSError as exc:
+            self.writer.stop(space_reason(exc))
 
     def _to_terminal(self, data: bytes) -> None:
         view = memoryview(data)

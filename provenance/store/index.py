@@ -91,6 +91,32 @@ def connect(path: Path) -> sqlite3.Connection:
     return conn
 
 
+def connect_readonly(path: Path) -> sqlite3.Connection:
+    """Open the index of a store prov cannot write (a read-only mount, another user's store).
+
+    WAL readers need the -shm file; where it is absent and cannot be created, the database
+    is opened `immutable` (SQLite then takes no locks and reads the main file alone, which
+    holds everything once the last writer has checkpointed)."""
+    for query in ("mode=ro", "immutable=1"):
+        conn = sqlite3.connect(f"{path.absolute().as_uri()}?{query}", uri=True,
+                               isolation_level=None, check_same_thread=False)
+        conn.row_factory = sqlite3.Row
+        try:
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            return conn
+        except sqlite3.OperationalError:
+            conn.close()
+    raise sqlite3.OperationalError(f"{path}: cannot be opened read-only")
+
+
+def is_corruption(exc: sqlite3.Error) -> bool:
+    """SQLite saying the file is not a (whole) database, as opposed to busy or full."""
+    if isinstance(exc, sqlite3.DatabaseError) and not isinstance(exc, sqlite3.OperationalError):
+        return True
+    text = str(exc)
+    return "malformed" in text or "not a database" in text
+
+
 @contextmanager
 def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     conn.execute("BEGIN IMMEDIATE")

@@ -13,11 +13,13 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
 from provenance.model import Manifest, ManifestError
 from provenance.store import index as idx
+from provenance.store.gc import leftovers
 from provenance.store.records import (
     COMPARISON_KIND,
     RUN_KIND,
@@ -134,9 +136,39 @@ class ReindexResult:
     comparisons: int
     objects: int
     corrupt: list[str]
+    moved_aside: str | None = None  # where a damaged index.sqlite was moved
+
+
+def _index_healthy(store) -> bool:
+    """Whether index.sqlite opens and passes SQLite's quick_check (a full read of it)."""
+    from provenance.store.store import IndexUnreadable
+
+    try:
+        rows = store.db.execute("PRAGMA quick_check").fetchall()
+    except IndexUnreadable:
+        return False
+    return [tuple(r) for r in rows] == [("ok",)]
+
+
+def _move_index_aside(store) -> str:
+    """Rename a damaged index.sqlite (and its -wal/-shm) to index.sqlite.corrupt-<time>."""
+    store.close()
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+    base = store.root / "index.sqlite"
+    aside = base.with_name(f"index.sqlite.corrupt-{stamp}")
+    n = 1
+    while aside.exists():  # a second reindex within the same second keeps the first file
+        aside, n = base.with_name(f"index.sqlite.corrupt-{stamp}.{n}"), n + 1
+    for suffix in ("", "-wal", "-shm"):
+        src = base.with_name(base.name + suffix)
+        if src.exists():
+            os.replace(src, aside.with_name(aside.name + suffix))
+    return str(aside)
 
 
 def reindex(store) -> ReindexResult:
+    """Rebuild every row from the objects; a damaged index file is moved aside first."""
+    moved = None if _index_healthy(store) else _move_index_aside(store)
     s = scan(store)
     kinds = _kinds(s)
     with idx.transaction(store.db) as conn:
@@ -161,7 +193,8 @@ def reindex(store) -> ReindexResult:
                     str(doc.get("created_at", "")),
                 ),
             )
-    return ReindexResult(len(s.runs), len(s.manifests), len(s.comparisons), len(s.sizes), s.corrupt)
+    return ReindexResult(len(s.runs), len(s.manifests), len(s.comparisons), len(s.sizes),
+                         s.corrupt, moved)
 
 
 @dataclass
@@ -176,6 +209,7 @@ class FsckResult:
     index_problems: list[str] = field(default_factory=list)
     temp_files: int = 0
     runs: dict[str, int] = field(default_factory=dict)
+    leftovers: Any = None  # gc.Leftovers: temp files and run directories killed runs left
 
     @property
     def ok(self) -> bool:
@@ -195,6 +229,7 @@ class FsckResult:
             "index_problems": self.index_problems,
             "temp_files": self.temp_files,
             "runs": self.runs,
+            "leftovers": self.leftovers.to_json() if self.leftovers else None,
         }
 
 
@@ -280,6 +315,7 @@ def fsck(store) -> FsckResult:
     r.orphaned = sorted(refs.present - referenced - set(s.corrupt))
     if store.objects.tmp.is_dir():
         r.temp_files = sum(1 for _ in store.objects.tmp.iterdir())
+    r.leftovers = leftovers(store, grace_s=0)
     return r
 
 

@@ -7,6 +7,8 @@ re-hash the bytes and refuse an object whose content no longer matches its name.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import hashlib
 import os
 import tempfile
@@ -22,6 +24,28 @@ _HEX = set("0123456789abcdef")
 
 class CorruptObject(ProvError):
     """An object whose bytes do not hash to its name."""
+
+
+class StoreFull(ProvError):
+    """The store's filesystem is full (or over quota, or over the file-size limit)."""
+
+    exit_code = 4
+
+
+FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+
+
+def space_reason(exc: OSError) -> str:
+    """What a failed store write says in a record: 'disk full' for the space errors."""
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return "disk full"
+    if exc.errno == errno.EFBIG:
+        return "file size limit"
+    return exc.strerror or str(exc)
+
+
+def store_full(exc: OSError, root: Path) -> StoreFull:
+    return StoreFull(f"{root}: cannot write the store ({space_reason(exc)})")
 
 
 def split_digest(digest: str) -> str:
@@ -48,6 +72,14 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+def _freshen(path: Path) -> None:
+    """Mark an existing object as just written: `prov store gc --objects` spares objects
+    younger than its grace period, so one a new record is about to refer to stays (as git
+    freshens a loose object it would have written)."""
+    with contextlib.suppress(OSError):
+        os.utime(path)
+
+
 class ObjectStore:
     def __init__(self, root: Path) -> None:
         self.root = root
@@ -65,8 +97,13 @@ class ObjectStore:
 
     # -- writing ----------------------------------------------------------------
     def _temp(self) -> tuple[int, str]:
-        self.tmp.mkdir(parents=True, exist_ok=True)
-        return tempfile.mkstemp(prefix="obj-", dir=self.tmp)
+        try:
+            self.tmp.mkdir(parents=True, exist_ok=True)
+            return tempfile.mkstemp(prefix="obj-", dir=self.tmp)
+        except OSError as exc:
+            if exc.errno in FULL_ERRNOS:
+                raise store_full(exc, self.root) from None
+            raise
 
     def _install(self, tmp: str, hexdigest: str) -> str:
         """Rename a complete, fsynced temp file into place (or drop it if already there)."""
@@ -74,6 +111,7 @@ class ObjectStore:
         final = self.path_for(digest)
         if final.exists():
             os.unlink(tmp)
+            _freshen(final)
             return digest
         final.parent.mkdir(parents=True, exist_ok=True)
         os.chmod(tmp, 0o444)
@@ -84,6 +122,7 @@ class ObjectStore:
     def put_bytes(self, data: bytes) -> str:
         hexdigest = hashlib.sha256(data).hexdigest()
         if self.path_for(hexdigest).exists():
+            _freshen(self.path_for(hexdigest))
             return f"{ALGO}:{hexdigest}"
         fd, tmp = self._temp()
         try:
@@ -92,6 +131,11 @@ class ObjectStore:
                 fh.flush()
                 os.fsync(fh.fileno())
             return self._install(tmp, hexdigest)
+        except OSError as exc:
+            Path(tmp).unlink(missing_ok=True)
+            if exc.errno in FULL_ERRNOS:
+                raise store_full(exc, self.root) from None
+            raise
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
@@ -178,14 +222,23 @@ class StreamWriter:
         self._hash = hashlib.sha256()
         self.size = 0
         self.digest = ""
+        self.truncated: str | None = None  # why the content stops short (`stop`)
 
     def write(self, data: bytes) -> None:
-        self._hash.update(data)
+        """Append `data`; on OSError the file may hold part of it (see `stop`)."""
         view = memoryview(data)
         while view:
             n = self._fh.write(view)
             view = view[n:]
+        self._hash.update(data)  # only once all of it is in the file
         self.size += len(data)
+
+    def stop(self, reason: str) -> None:
+        """Keep what was written before the failed write (cut back to `size`, which the hash
+        covers) and accept no more: the object will be the content's prefix."""
+        self.truncated = reason
+        with contextlib.suppress(OSError):
+            os.ftruncate(self._fh.fileno(), self.size)
 
     def close(self) -> str:
         if not self.digest:

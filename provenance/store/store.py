@@ -15,7 +15,14 @@ from provenance.model.errors import ProvError
 from provenance.model.redact import redact_record, store_key
 from provenance.store import index as idx
 from provenance.store.manifests import run_manifest
-from provenance.store.objects import ObjectStore, StreamWriter, split_digest
+from provenance.store.objects import (
+    FULL_ERRNOS,
+    ObjectStore,
+    StoreFull,
+    StreamWriter,
+    split_digest,
+    store_full,
+)
 from provenance.store.records import (
     COMPARISON_KIND,
     FINAL_STATES,
@@ -29,6 +36,53 @@ from provenance.store.records import (
 from provenance.store.run_record import RunRecord
 
 STORE_DIR = ".prov"
+REINDEX_HINT = "run `prov store reindex` to rebuild it from the objects"
+
+
+class IndexUnreadable(ProvError):
+    """index.sqlite is not a whole SQLite database (truncated, overwritten, corrupt)."""
+
+
+class StoreReadOnly(ProvError):
+    """A write to a store on a read-only mount (or one this user may not write)."""
+
+
+class _Index:
+    """The index connection, with corruption said once, in one line naming reindex.
+
+    Rows are fetched inside `execute`: SQLite reports a damaged page while stepping, which
+    a caller iterating a cursor would otherwise meet as a raw sqlite3 error."""
+
+    def __init__(self, conn: sqlite3.Connection, path: Path) -> None:
+        self.conn = conn
+        self.path = path
+
+    def _unreadable(self, exc: sqlite3.Error) -> IndexUnreadable:
+        return IndexUnreadable(f"{self.path} is unreadable ({exc}); {REINDEX_HINT}")
+
+    def execute(self, sql: str, params=()) -> _Rows:
+        try:
+            return _Rows(self.conn.execute(sql, params).fetchall())
+        except sqlite3.Error as exc:
+            if idx.is_corruption(exc):
+                raise self._unreadable(exc) from None
+            if "full" in str(exc):  # SQLITE_FULL: "database or disk is full"
+                raise StoreFull(f"{self.path}: cannot write the index (disk full)") from None
+            raise
+
+    def executescript(self, sql: str) -> None:
+        self.conn.executescript(sql)
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+class _Rows(list):
+    def fetchone(self):
+        return self[0] if self else None
+
+    def fetchall(self) -> list:
+        return list(self)
 
 
 def find_git_root(start: Path) -> Path | None:
@@ -73,28 +127,57 @@ class Store:
 
     # -- set-up -----------------------------------------------------------------
     def _ensure_layout(self) -> None:
-        if not (self.root / "objects").is_dir():
+        """Create the layout on first write; every writer comes through here."""
+        self.require_writable()
+        if (self.root / "objects").is_dir():
+            return
+        try:
             self.root.mkdir(parents=True, exist_ok=True)
             # The store never shows up as untracked files of the repository it sits in.
             ignore = self.root / ".gitignore"
             if not ignore.exists():
                 ignore.write_text("*\n")
             (self.root / "objects").mkdir(exist_ok=True)
+        except OSError as exc:
+            if exc.errno in FULL_ERRNOS:
+                raise store_full(exc, self.root) from None
+            raise
 
     @property
-    def db(self) -> sqlite3.Connection:
+    def writable(self) -> bool:
+        """Whether this process may write the store (False on a read-only mount; root
+        passes mode bits, so access() is asked, which also sees EROFS)."""
+        probe = self.root
+        while not probe.exists() and probe != probe.parent:
+            probe = probe.parent  # a store not made yet is made under its nearest ancestor
+        return os.access(probe, os.W_OK)
+
+    def require_writable(self) -> None:
+        if not self.writable:
+            raise StoreReadOnly(f"{self.root} is read-only: this command writes the store")
+
+    @property
+    def db(self) -> _Index:
         conn = getattr(self._local, "conn", None)
         if conn is None:
-            self._ensure_layout()
-            try:
-                conn = idx.connect(self.root / "index.sqlite")
-            except sqlite3.DatabaseError as exc:
-                raise ProvError(
-                    f"{self.root}/index.sqlite is unreadable ({exc}); "
-                    "run `prov store reindex` to rebuild it from the objects"
-                ) from None
+            conn = _Index(self._connect(), self.root / "index.sqlite")
             self._local.conn = conn
         return conn
+
+    def _connect(self) -> sqlite3.Connection:
+        path = self.root / "index.sqlite"
+        try:
+            if self.writable:
+                self._ensure_layout()
+                return idx.connect(path)
+            if not path.exists():
+                raise ProvError(f"{path} is absent and the store is read-only: "
+                                f"{REINDEX_HINT} where it can be written")
+            return idx.connect_readonly(path)
+        except sqlite3.Error as exc:
+            if idx.is_corruption(exc) or not self.writable:
+                raise IndexUnreadable(f"{path} is unreadable ({exc}); {REINDEX_HINT}") from None
+            raise
 
     def close(self) -> None:
         conn = getattr(self._local, "conn", None)
@@ -254,6 +337,7 @@ class Store:
         """Write the final record of a run (state complete or failed), pointing at `previous`."""
         if record.state not in FINAL_STATES:
             raise ValueError(f"final state must be one of {FINAL_STATES}")
+        self._ensure_layout()
         doc = {**record.to_doc(), "kind": RUN_KIND, "schema_version": RECORD_SCHEMA,
                "previous": previous}
         return self._put_record(doc, extra_objects)
@@ -342,7 +426,14 @@ class Store:
     def reindex(self):
         from provenance.store.maintenance import reindex
 
+        self.require_writable()
         return reindex(self)
+
+    def gc(self, **options):
+        from provenance.store.gc import gc
+
+        self.require_writable()
+        return gc(self, **options)
 
     def fsck(self):
         from provenance.store.maintenance import fsck
