@@ -132,12 +132,9 @@ def record_facts(record: bytes | None) -> dict[str, str]:
 
 def parse_conda_meta(text: str) -> dict[str, str]:
     """name and version from one `conda-meta/<pkg>.json` record (empty if malformed)."""
-    import json
+    from containers.jsondoc import load_content
 
-    try:
-        doc = json.loads(text)
-    except ValueError:
-        return {}
+    doc = load_content(text)
     if not isinstance(doc, dict):
         return {}
     name, version = doc.get("name"), doc.get("version")
