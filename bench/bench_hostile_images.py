@@ -49,12 +49,38 @@ def outcome(tree: str, argv: list[str], timeout: float) -> tuple[str, int | None
     return kind, proc.returncode, err.splitlines()[-1][:200] if err else ""
 
 
+_LAUNCHER = """
+import resource, subprocess, sys
+rc = subprocess.call(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+print(rc, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024)
+"""
+
+
+def peak_rss(tree: str, count: int, size: int) -> dict:
+    """Exit status and peak RSS (MB) of `prov pin` on `count` METADATA files of `size` bytes,
+    measured as the RUSAGE_CHILDREN of a launcher whose only child is prov."""
+    from tests.hostile.containers.cases import big_metadata
+
+    with tempfile.TemporaryDirectory() as tmp:
+        big_metadata(Path(tmp), count=count, size=size)
+        argv = [sys.executable, "-c", _LAUNCHER, *PROV, "pin", f"oci:{tmp}/oci",
+                "-o", f"{tmp}/lock.toml"]
+        env = {**os.environ, "PYTHONPATH": tree}
+        out = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600).stdout
+        rc, peak = (int(x) for x in out.split())
+    return {"count": count, "size_mib": size >> 20, "rc": rc, "peak_rss_mb": peak}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("tree")
     ap.add_argument("--out")
     ap.add_argument("--timeout", type=float, default=20)
+    ap.add_argument("--rss", action="store_true", help="only the peak-RSS case (16 x 60 MiB)")
     args = ap.parse_args()
+    if args.rss:
+        print(json.dumps(peak_rss(args.tree, 16, 60 << 20)))
+        return
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for name, (build, expect) in CASES.items():
