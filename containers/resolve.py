@@ -7,11 +7,11 @@ index that (directly or through others) points back to itself is refused.
 
 from __future__ import annotations
 
-import json
 import platform as _platform
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from containers import jsondoc
 from containers.digest import check_digest, sha256_of
 from containers.errors import ImageError
 
@@ -62,10 +62,7 @@ def host_platform() -> str:
 
 
 def parse_json(data: bytes, what: str) -> dict[str, Any]:
-    try:
-        doc = json.loads(data)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise ImageError(f"{what}: malformed JSON: {exc}") from exc
+    doc = jsondoc.load(data, what)
     if not isinstance(doc, dict):
         raise ImageError(f"{what}: malformed JSON: expected an object")
     return doc
@@ -239,7 +236,34 @@ def check_config(config: dict[str, Any], n_layers: int, what: str) -> list[str]:
     history = config.get("history", [])
     if not isinstance(history, list) or not all(isinstance(h, dict) for h in history):
         raise ImageError(f"{what}: malformed history")
+    _check_run_config(config.get("config"), what)
     return diff_ids
+
+
+_STR_LISTS = ("Env", "Entrypoint", "Cmd")
+
+
+def _check_run_config(cfg: Any, what: str) -> None:
+    """The OCI `config` object's shape: what prov records from it must have the spec's types
+    (Env/Entrypoint/Cmd lists of strings or null, Labels an object of strings)."""
+    if cfg is None:
+        return
+    if not isinstance(cfg, dict):
+        raise ImageError(f"{what}: config is {type(cfg).__name__}, not an object; refused")
+    for key in _STR_LISTS:
+        value = cfg.get(key)
+        if value is not None and not (
+            isinstance(value, list) and all(isinstance(v, str) for v in value)
+        ):
+            raise ImageError(f"{what}: config.{key} is not a list of strings; refused")
+    labels = cfg.get("Labels")
+    if labels is not None and not (
+        isinstance(labels, dict) and all(isinstance(v, str) for v in labels.values())
+    ):
+        raise ImageError(f"{what}: config.Labels is not an object of strings; refused")
+    for key in ("WorkingDir", "User"):
+        if cfg.get(key) is not None and not isinstance(cfg[key], str):
+            raise ImageError(f"{what}: config.{key} is not a string; refused")
 
 
 def verified_document(data: bytes, digest: str, what: str) -> bytes:

@@ -7,6 +7,7 @@ member list (tarfile's grows with every entry), and turns every malformed header
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -23,6 +24,8 @@ class Entry:
     type: str
     size: int
     linkname: str = ""
+    absolute: bool = False  # the member name started with "/" (recorded as a warning)
+    undecodable: bool = False  # the name was not UTF-8 (shown with \\x escapes)
 
 
 def normalize(name: str, what: str) -> str:
@@ -48,6 +51,8 @@ class _Buffer:
         self._pos = 0
 
     def read(self, n: int) -> bytes:
+        if n < 0:
+            raise ImageError("tar stream: negative read refused")
         avail = len(self._buf) - self._pos
         if avail >= n:
             out = self._buf[self._pos : self._pos + n]
@@ -72,6 +77,8 @@ class _Buffer:
     def feed(self, n: int, padded: int, sink: Callable[[bytes], None]) -> bool:
         """Pass the next `n` bytes to `sink` piece by piece (never joined), then skip to
         `padded`; False when the stream ends first. Memory stays one chunk."""
+        if n < 0 or padded < n:
+            raise ImageError("tar stream: negative member size refused")
         avail = len(self._buf) - self._pos
         if avail >= n:
             if n:
@@ -95,6 +102,8 @@ class _Buffer:
         return self.skip(padded - n)
 
     def skip(self, n: int) -> bool:
+        if n < 0:  # never backwards: a negative size would re-read an earlier header
+            raise ImageError("tar stream: negative skip refused")
         avail = len(self._buf) - self._pos
         if avail >= n:
             self._pos += n
@@ -116,27 +125,46 @@ def _cstr(field: bytes) -> bytes:
     return field.split(b"\0", 1)[0]
 
 
+MAX_SIZE = 1 << 40  # 1 TiB: a member size beyond this is refused, not skipped towards
+_OCTAL = re.compile(rb"[0-7]+")
+_DECIMAL = re.compile(r"[0-9]{1,20}")
+
+
 def _number(field: bytes, what: str) -> int:
-    try:  # the common case: NUL- or space-terminated octal
-        return int(field.rstrip(b"\0 ").lstrip(b" ") or b"0", 8)
-    except ValueError:
-        pass
+    """A header number: octal digits (NUL/space padded) or GNU base-256; never negative.
+
+    `int()` alone would accept `-1000`, `+1` and `1_0`; a negative size would move the reader
+    backwards onto an earlier header, forever. Only plain digits are taken.
+    """
     if field and field[0] & 0x80:  # GNU base-256
-        value = int.from_bytes(field[1:], "big")
         if field[0] & 0x40:
             raise ImageError(f"{what}: negative number in tar header")
+        value = int.from_bytes(bytes([field[0] & 0x3F]) + field[1:], "big")
+        if value > MAX_SIZE:
+            raise ImageError(f"{what}: number {value} in tar header over the {MAX_SIZE} limit")
         return value
     text = _cstr(field).strip(b" ")
     if not text:
         return 0
-    try:
-        return int(text, 8)
-    except ValueError as exc:
-        raise ImageError(f"{what}: bad number {text[:20]!r} in tar header") from exc
+    if not _OCTAL.fullmatch(text):
+        raise ImageError(f"{what}: bad number {text[:20]!r} in tar header")
+    return int(text, 8)
+
+
+def _pax_size(value: str, what: str) -> int:
+    """A PAX `size`: plain decimal digits only (no sign, no underscore), within MAX_SIZE."""
+    if not _DECIMAL.fullmatch(value) or int(value) > MAX_SIZE:
+        raise ImageError(f"{what}: malformed PAX size {value[:24]!r}")
+    return int(value)
 
 
 def _decode(raw: bytes) -> str:
-    return raw.decode("utf-8", "surrogateescape")
+    """UTF-8, or `\\xNN` escapes for bytes that are not (a name that is not UTF-8 cannot go
+    into a TOML or JSON lock as it is; the walk records a warning for it)."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw.decode("utf-8", "backslashreplace")
 
 
 def _pax(data: bytes, what: str) -> dict[str, str]:
@@ -161,6 +189,19 @@ def _pax(data: bytes, what: str) -> dict[str, str]:
         out[_decode(key)] = _decode(value)
         pos += length
     return out
+
+
+def _escaped(name: bytes, path: str, long_name: str | None, pax: dict[str, str]) -> bool:
+    """Whether the member's name was not UTF-8 (so `_decode` escaped it)."""
+    if "\\x" not in path:
+        return False
+    if "path" in pax or long_name is not None:
+        return True  # rare: PAX/GNU names with escapes; warned rather than missed
+    try:
+        name.decode("utf-8")
+    except UnicodeDecodeError:
+        return True
+    return False
 
 
 class Body:
@@ -236,18 +277,17 @@ def entries(chunk: Callable[[], bytes], what: str) -> Iterator[tuple[Entry, Body
         link = long_link if long_link is not None else _decode(_cstr(header[157:257]))
         link = pax.get("linkpath", link)
         if "size" in pax:
-            try:
-                size = int(pax["size"])
-            except ValueError as exc:
-                raise ImageError(f"{what}: malformed PAX size") from exc
+            size = _pax_size(pax["size"], what)
             padded = (size + BLOCK - 1) // BLOCK * BLOCK
+        undecodable = _escaped(name, path, long_name, pax)
         pax, long_name, long_link = {}, None, None
         if kind in (HARDLINK, SYMLINK, CHARDEV, BLOCKDEV, DIRECTORY, FIFO):
             body_size = 0 if kind != REGULAR else size
             padded = 0 if kind in (SYMLINK, HARDLINK, DIRECTORY) else padded
         else:
             body_size = size
-        entry = Entry(normalize(path, what), kind, body_size, link)
+        entry = Entry(normalize(path, what), kind, body_size, link, path.startswith("/"),
+                      undecodable)
         body = Body(buf, body_size, padded, entry.path, what)
         yield entry, body
         if not body.consumed and padded and not buf.skip(padded):

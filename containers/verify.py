@@ -29,13 +29,13 @@ byte-code is skipped: the interpreter writes it at import time, unlisted.
 from __future__ import annotations
 
 import base64
-import json
 import posixpath
 from dataclasses import dataclass, field
 
 from containers.catalog import INFO, STATUS_D, PythonDist
 from containers.catalogers import python_dist
 from containers.filehash import FileDigest
+from containers.jsondoc import load_content
 from containers.walk import FileView
 
 UNOWNED = "unowned:"
@@ -137,10 +137,7 @@ def md5sums_claims(data: bytes) -> Claims:
 
 def conda_claims(prefix: str, data: bytes) -> Claims:
     """`paths_data.paths` of one conda-meta record (prefix without the leading /)."""
-    try:
-        doc = json.loads(data)
-    except ValueError:
-        return {}
+    doc = load_content(data)
     paths = (doc.get("paths_data") or {}).get("paths") if isinstance(doc, dict) else None
     claims: Claims = {}
     for item in paths if isinstance(paths, list) else []:

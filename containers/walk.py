@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from containers.decompress import Decompressed, Reader
 from containers.errors import ImageError
 from containers.filehash import FileDigest, FileHasher, digest_bytes
+from containers.limits import MAX_RETAINED, member_limit
 from containers.tarstream import (
     BLOCKDEV,
     CHARDEV,
@@ -23,6 +24,7 @@ from containers.tarstream import (
     FIFO,
     HARDLINK,
     SYMLINK,
+    Entry,
     entries,
 )
 
@@ -30,6 +32,7 @@ WHITEOUT = ".wh."
 OPAQUE = ".wh..wh..opq"
 MAX_WANTED_FILE = 64 << 20
 MAX_LINK_HOPS = 40
+MAX_WARNINGS = 200  # then one line counting the rest: warnings must not grow without bound
 
 CONTENT, NAME = "content", "name"
 # wants(path) -> None (ignore), NAME (record the name), CONTENT, or a filter over the bytes
@@ -54,6 +57,19 @@ class FileView:
     digests: dict[str, FileDigest] = field(default_factory=dict)
     deleted: dict[str, int] = field(default_factory=dict)  # path -> the layer that deleted it
     warnings: list[str] = field(default_factory=list)
+    retained: int = 0  # bytes of `files` (bounded by MAX_RETAINED)
+    dropped_warnings: int = 0
+
+    def warn(self, message: str) -> None:
+        if len(self.warnings) < MAX_WARNINGS:
+            self.warnings.append(message)
+            return
+        self.dropped_warnings += 1
+        tail = f"... and {self.dropped_warnings} more warnings"
+        if self.dropped_warnings == 1:
+            self.warnings.append(tail)
+        else:
+            self.warnings[-1] = tail
 
     def resolve(self, path: str) -> str | None:
         """`path` with every symlink resolved inside the image root; None if it escapes.
@@ -230,12 +246,40 @@ def _merge(view: FileView, staged: tuple, idx: int) -> None:
         if path not in staged_names:
             view.names.pop(path, None)
     view.files.update((p, (idx, b)) for p, b in staged_files.items())
+    view.retained = sum(len(b) for _, b in view.files.values())
     view.names.update((p, idx) for p in staged_names)
     view.links.update((p, (idx, t)) for p, t in staged_links.items())
     view.digests.update(hashed)
     if view.deleted:
         for path in hashed:
             view.deleted.pop(path, None)
+
+
+def _check_name(view: FileView, what: str, entry: Entry, links: dict[str, str]) -> None:
+    """Names tar extraction would treat specially: absolute and non-UTF-8 names are kept
+    (made root-relative, shown escaped) with a warning; a member written through a symlink
+    that leaves the image root is refused (extracted, it would land outside)."""
+    path = entry.path
+    if entry.absolute:
+        view.warn(f"{what}: absolute member name /{path} (read as relative to the root)")
+    if entry.undecodable:
+        view.warn(f"{what}: member name {path!r} is not UTF-8 (shown with \\x escapes)")
+    if not (links or view.links) or "/" not in path:
+        return
+    pos = path.find("/")
+    while pos >= 0:
+        prefix = path[:pos]
+        target = links.get(prefix)
+        if target is None and prefix in view.links:
+            target = view.links[prefix][1]
+        if target is not None:
+            probe = FileView(links={**view.links, **{k: (0, v) for k, v in links.items()}})
+            if probe.resolve(path) is None:
+                raise ImageError(f"{what}: /{path} is written through the symlink /{prefix} "
+                                 f"-> {target!r}, which leaves the image root; refused")
+            view.warn(f"{what}: /{path} is written through the symlink /{prefix}")
+            return
+        pos = path.find("/", pos + 1)
 
 
 def _read_layer(
@@ -254,6 +298,7 @@ def _read_layer(
     opaque: set[str] = set()
     hashed: dict[str, FileDigest] = {}
     idx = layer.index
+    staged_bytes = 0
     for entry, read_body in entries(chunk, layer.what):
         path = entry.path
         if not path:
@@ -261,6 +306,8 @@ def _read_layer(
         parent, _, base = path.rpartition("/")
         if base.startswith(WHITEOUT):
             if base == OPAQUE:
+                if not parent:
+                    view.warn(f"{layer.what}: opaque whiteout at / hides every lower layer")
                 opaque.add(parent)
             else:
                 name = base[len(WHITEOUT) :]
@@ -270,9 +317,10 @@ def _read_layer(
             continue
         if entry.type in (CHARDEV, BLOCKDEV):
             raise ImageError(f"{layer.what}: device file refused: /{path}")
+        _check_name(view, layer.what, entry, staged_links)
         # anything written here replaces what lower layers (or this one) had at `path`
         staged_links.pop(path, None)
-        staged_files.pop(path, None)
+        staged_bytes -= len(staged_files.pop(path, b""))
         staged_names.discard(path)
         hashed.pop(path, None)
         if entry.type == SYMLINK:
@@ -299,16 +347,18 @@ def _read_layer(
                 if target in staged_files:
                     staged_files[path] = staged_files[target]
                 else:
-                    view.warnings.append(
-                        f"{layer.what}: /{path} is a hardlink to an unread file; skipped"
-                    )
+                    view.warn(f"{layer.what}: /{path} is a hardlink to an unread file; skipped")
             continue
+        if path in regular:
+            view.warn(f"{layer.what}: /{path} appears twice in the layer; the later entry wins")
         regular.add(path)
-        if want is None or want is NAME or entry.size > MAX_WANTED_FILE:
+        limit = member_limit(path) if want is not None and want is not NAME else 0
+        if want is None or want is NAME or entry.size > limit:
             if want is NAME:
                 staged_names.add(path)
             elif want is not None:
-                view.warnings.append(f"{layer.what}: /{path} is too large to read; skipped")
+                view.warn(f"{layer.what}: /{path} is {entry.size} bytes, over the {limit}-byte "
+                          "limit for its kind; skipped")
             if hasher is not None:
                 hashed[path] = hasher.digest_body(idx, path, entry.size, read_body)
             continue
@@ -316,4 +366,8 @@ def _read_layer(
         if hasher is not None:
             hashed[path] = digest_bytes(idx, path, data)
         staged_files[path] = want(data) if callable(want) else data
+        staged_bytes += len(staged_files[path])
+        if view.retained + staged_bytes > MAX_RETAINED:
+            raise ImageError(f"{layer.what}: package metadata over {MAX_RETAINED >> 20} MiB "
+                             "in memory; refused")
     return staged_files, staged_names, staged_links, regular, whiteouts, opaque, hashed

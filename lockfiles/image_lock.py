@@ -116,6 +116,9 @@ def lock_from_facts(
         inline.update(entry)
         pkgs[name] = inline
     doc["packages"] = pkgs
+    warnings = facts.get("warnings")
+    if isinstance(warnings, list) and warnings:  # hostile layer content prov accepted
+        doc["warnings"] = [str(w) for w in warnings]
     if files is not None:
         doc["files"] = _files_table(files)
     else:

@@ -3,8 +3,9 @@ from their library file names (`libcudnn.so.9.1.0`) wherever they are installed.
 
 from __future__ import annotations
 
-import json
 import re
+
+from containers.jsondoc import load_content
 
 LIBRARY = re.compile(
     r"^lib(cudnn|nccl|cublas|cudart|cublasLt|cusparse|cufft)\.so\.(\d+(?:\.\d+)*)$"
@@ -13,10 +14,7 @@ LIBRARY = re.compile(
 
 def parse_version_json(text: str) -> dict[str, str]:
     """`cuda` and component versions from a toolkit's version.json (empty if malformed)."""
-    try:
-        doc = json.loads(text)
-    except ValueError:
-        return {}
+    doc = load_content(text)
     if not isinstance(doc, dict):
         return {}
     out: dict[str, str] = {}

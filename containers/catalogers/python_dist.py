@@ -51,7 +51,10 @@ def record_rows(text: str) -> list[list[str]]:
     """
     if '"' not in text:
         return [line.split(",") for line in text.splitlines() if line]
-    return [row for row in csv.reader(io.StringIO(text)) if row]
+    try:
+        return [row for row in csv.reader(io.StringIO(text)) if row]
+    except csv.Error:  # an unterminated quote, a field past csv's limit: a hostile RECORD
+        return [line.split(",") for line in text.splitlines() if line and '"' not in line]
 
 
 def headers(text: str) -> dict[str, str]:
@@ -132,12 +135,9 @@ def record_facts(record: bytes | None) -> dict[str, str]:
 
 def parse_conda_meta(text: str) -> dict[str, str]:
     """name and version from one `conda-meta/<pkg>.json` record (empty if malformed)."""
-    import json
+    from containers.jsondoc import load_content
 
-    try:
-        doc = json.loads(text)
-    except ValueError:
-        return {}
+    doc = load_content(text)
     if not isinstance(doc, dict):
         return {}
     name, version = doc.get("name"), doc.get("version")

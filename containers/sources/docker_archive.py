@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from containers import jsondoc
 from containers.digest import VerifyingReader, sha256_of
 from containers.errors import ImageError
 from containers.resolve import (
@@ -33,10 +34,7 @@ def _manifest_json(tree: Tree, source: str) -> list[dict[str, Any]]:
     if not tree.exists("manifest.json"):
         return []
     raw = tree.read("manifest.json")
-    try:
-        doc = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise ImageError(f"{source}: manifest.json: malformed JSON: {exc}") from exc
+    doc = jsondoc.load(raw, f"{source}: manifest.json")
     if not isinstance(doc, list) or not all(isinstance(x, dict) for x in doc):
         raise ImageError(f"{source}: manifest.json: expected a list of objects")
     return doc

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
+from containers import jsondoc
 from containers.errors import ImageError
 from containers.resolve import parse_json, resolve
 from containers.sources import Opened
@@ -47,10 +47,10 @@ def open_layout(
     resolved = resolve(blobs, index, None, source, platform, tag, root_is_layout_index=True)
     tags = []
     try:
-        for entry in json.loads(index).get("manifests", []):
+        for entry in jsondoc.load(index, source).get("manifests", []):
             name = (entry.get("annotations") or {}).get("io.containerd.image.name")
             if isinstance(name, str):
                 tags.append(name)
-    except (ValueError, AttributeError):
+    except (ImageError, AttributeError):
         pass
     return Opened(source=source, resolved=resolved, blobs=blobs, repo_tags=sorted(set(tags)))

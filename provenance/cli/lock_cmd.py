@@ -60,7 +60,12 @@ def source_manifest(
         from containers import scan_image
         from provenance.model import Manifest
 
-        return Manifest(scan_image(image).facts())
+        facts = scan_image(image).facts()
+        py = facts.get("python")
+        if not isinstance(py, dict) or not py.get("packages") or not py.get("version"):
+            raise ProvError(f"{image}: no Python interpreter or packages found in the image; "
+                            "nothing to lock")
+        return Manifest(facts)
     from provenance.snapshot import SnapshotOptions, take_snapshot
 
     m = take_snapshot(SnapshotOptions(python=python, verify_files=verify_files))[0]

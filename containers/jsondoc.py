@@ -1,0 +1,38 @@
+"""JSON read from an image, with a depth bound (the model's `check_json_depth`).
+
+Python's json raises RecursionError on a document nested ~100k deep, and whatever walks the
+tree afterwards may recurse too. Two uses:
+- `load` for the image's own metadata (index, manifest, config, docker-archive manifest.json):
+  malformed or too deep is an ImageError, the image is refused;
+- `load_content` for JSON files inside the image (cuda version.json, conda-meta records,
+  direct_url.json): malformed or too deep reads as None, the file is skipped as malformed.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from containers.errors import ImageError
+from provenance.model.errors import ProvError
+from provenance.model.inputs import MAX_DEPTH, check_json_depth
+
+
+def load(data: bytes | str, what: str) -> Any:
+    """The parsed document; ImageError (one line) if not UTF-8 JSON or deeper than MAX_DEPTH."""
+    try:
+        text = data.decode("utf-8") if isinstance(data, bytes) else data
+        check_json_depth(text, what, MAX_DEPTH)
+        return json.loads(text)
+    except ProvError:
+        raise ImageError(f"{what}: JSON nested deeper than {MAX_DEPTH} levels; refused") from None
+    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
+        raise ImageError(f"{what}: malformed JSON: {str(exc)[:120]}") from None
+
+
+def load_content(data: bytes | str) -> Any:
+    """A file's JSON, or None when malformed, not UTF-8 or too deep (skipped as malformed)."""
+    try:
+        return load(data, "file")
+    except ImageError:
+        return None
