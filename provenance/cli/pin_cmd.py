@@ -7,57 +7,16 @@ ProvError) that `prov snapshot --image` uses.
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 from typing import Any
 
 import typer
 
 from provenance.cli import app
+from provenance.cli.image_scan import scan_with_progress
 from provenance.model.errors import ProvError
 
 _PLATFORM = re.compile(r"[a-z0-9]+/[a-z0-9_]+(/[a-z0-9]+)?")  # OCI image-index platform
-
-
-def scan_with_progress(
-    source: str, quiet: bool = False, platform: str | None = None, verify_files: bool = False
-) -> Any:
-    """Scan an image with a rich progress bar per layer on stderr (ImageError is a ProvError:
-    the CLI prints it once). `verify_files`: every file a package claims is re-hashed in the
-    same pass (`prov pin`)."""
-    from containers import scan_image
-
-    if quiet or not sys.stderr.isatty():
-        return scan_image(source, platform=platform, verify_files=verify_files)
-    from rich.progress import (
-        BarColumn,
-        DownloadColumn,
-        Progress,
-        TextColumn,
-        TransferSpeedColumn,
-    )
-
-    tasks: dict[int, Any] = {}
-    with Progress(
-        TextColumn("layer {task.fields[layer]:>3}"),
-        BarColumn(),
-        DownloadColumn(),
-        TransferSpeedColumn(),
-        transient=True,
-        console=None,
-    ) as bar:
-
-        def progress(event: str, index: int, done: int, total: int | None) -> None:
-            if event == "start":
-                tasks[index] = bar.add_task("", layer=index, total=total)
-            elif index in tasks:
-                bar.update(tasks[index], completed=done)
-                if event == "end":
-                    bar.update(tasks[index], completed=total or done)
-
-        return scan_image(
-            source, progress=progress, platform=platform, verify_files=verify_files
-        )
 
 
 @app.command()

@@ -165,8 +165,8 @@ def _require_python_section(python: str, facts: dict[str, Any]) -> None:
 
 def _snapshot_image(source: str, out: Path | None, fmt: str, as_json: bool) -> None:
     """`--image`: the image's manifest (image, os, python, cuda sections)."""
+    from provenance.cli.image_scan import scan_with_progress
     from provenance.cli.output import plain_rows
-    from provenance.cli.pin_cmd import scan_with_progress
     from provenance.model import Manifest
 
     scan = scan_with_progress(source, quiet=as_json)

@@ -1,0 +1,48 @@
+"""An image scan with a progress bar per layer on stderr, shared by `prov pin` and
+`prov snapshot --image` (a plain module, not a command, so both may import it)."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+
+def scan_with_progress(
+    source: str, quiet: bool = False, platform: str | None = None, verify_files: bool = False
+) -> Any:
+    """Scan an image with a rich progress bar per layer on stderr (ImageError is a ProvError:
+    the CLI prints it once). `verify_files`: every file a package claims is re-hashed in the
+    same pass (`prov pin`)."""
+    from containers import scan_image
+
+    if quiet or not sys.stderr.isatty():
+        return scan_image(source, platform=platform, verify_files=verify_files)
+    from rich.progress import (
+        BarColumn,
+        DownloadColumn,
+        Progress,
+        TextColumn,
+        TransferSpeedColumn,
+    )
+
+    tasks: dict[int, Any] = {}
+    with Progress(
+        TextColumn("layer {task.fields[layer]:>3}"),
+        BarColumn(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        transient=True,
+        console=None,
+    ) as bar:
+
+        def progress(event: str, index: int, done: int, total: int | None) -> None:
+            if event == "start":
+                tasks[index] = bar.add_task("", layer=index, total=total)
+            elif index in tasks:
+                bar.update(tasks[index], completed=done)
+                if event == "end":
+                    bar.update(tasks[index], completed=total or done)
+
+        return scan_image(
+            source, progress=progress, platform=platform, verify_files=verify_files
+        )
