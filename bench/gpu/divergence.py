@@ -170,7 +170,7 @@ def _load_run(work: Path, result: Path):
 def pairs(work: Path, results: Path, backends: list[str], model: Path, tokens: int,
           deadline: float) -> dict:
     import runners.diverge as rd
-    from provenance.cli.run_cmd import _gate
+    from provenance.cli.gating import gate_check as _gate
     from provenance.model.errors import ProvError
     from runners.diverge import diverge_card
     from runners.prepare import prepare
