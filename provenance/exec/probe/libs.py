@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from provenance.exec.jit import identify
 from provenance.exec.probe.elf import read_elf
 from provenance.exec.probe.installed import Installed, Owned, site_root
 from provenance.exec.probe.processes import Process
@@ -49,6 +50,15 @@ def _one(values: set[str]) -> str | list[str]:
     return next(iter(values)) if len(values) == 1 else sorted(values)
 
 
+def _jit_claimed(path: str) -> bool:
+    """A file in a JIT cache that provenance/exec/jit.py knows (TRITON_CACHE_DIR included):
+    the supervisor's library sampler compares it by its cache key, not by its bytes."""
+    try:
+        return identify(path, os.environ) is not None
+    except (OSError, ValueError):
+        return False
+
+
 def library_facts(processes: list[Process], installed: Installed) -> tuple[dict, dict]:
     """(runtime.libs facts, probe.libraries notes) over every process that read its maps."""
     seen: dict[str, dict[str, set[str]]] = {}
@@ -61,7 +71,7 @@ def library_facts(processes: list[Process], installed: Installed) -> tuple[dict,
         shipped = _shipped_copies(installed, _roots(p))
         prefixes = (p.base_prefix, p.prefix)
         for path in p.maps:
-            if jit_artifact(path):
+            if jit_artifact(path) or _jit_claimed(path):
                 jit.add(path)
                 continue
             bid, soname = read_elf(path)
