@@ -31,6 +31,9 @@ def demo(
     from provenance.cli.run_cmd import render_diverge, render_repeat
     from runners import api
 
+    blocked = next((p for p in (workdir, *workdir.parents) if p.exists()), None)
+    if blocked is not None and not blocked.is_dir():
+        raise ProvError(f"--workdir {workdir}: {blocked} exists and is not a directory")
     con = console(stderr=as_json)
     t0 = time.time()
     try:

@@ -446,4 +446,7 @@ def open_store(path: str | Path | None = None) -> Store:
     root = Path(path).expanduser().absolute() if path else default_store_path()
     if root.exists() and not root.is_dir():
         raise ProvError(f"{root}: store path exists and is not a directory")
+    above = next((p for p in root.parents if p.exists()), None)
+    if above is not None and not above.is_dir():  # PROV_STORE under a regular file
+        raise ProvError(f"{root}: store path is under {above}, which is not a directory")
     return Store(root)
