@@ -15,7 +15,8 @@ METAVARS: dict[str, str] = {
     "vary": "KEY", "only": "KEY", "param": "KEY=VALUE", "image": "SOURCE", "source": "SOURCE",
     "python": "PYTHON", "alt_python": "PYTHON", "index_url": "URL", "osv_url": "URL",
     "find_links": "DIR", "osv_db": "DIR", "workdir": "DIR", "store": "DIR", "spec": "SPEC",
-    "command": "CMD", "cat": "FILE", "fmt": "FORMAT", "tag": "TAG", "name": "NAME", "timeout": "SECONDS",
+    "command": "CMD", "cat": "FILE", "fmt": "FORMAT", "tag": "TAG", "name": "NAME",
+    "timeout": "SECONDS",
     "manifest": "PATH", "output": "PATH", "config": "PATH", "key": "PATH", "engine": "ENGINE",
     "platform": "OS/ARCH", "dependency": "SPEC", "to": "REF", "model": "PATH",
 }
@@ -78,4 +79,5 @@ def apply(root: Any, escape_markup: bool = True) -> None:
                 param.metavar = _metavar(param)
             elif type(param).__name__.endswith("Argument") and param.metavar is None:
                 param.type = _Named(param.type, _metavar(param))
-                param.metavar = (param.name or "value").upper() + ("..." if param.nargs != 1 else "")
+                more = "..." if param.nargs != 1 else ""
+                param.metavar = (param.name or "value").upper() + more

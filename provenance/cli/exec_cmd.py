@@ -55,12 +55,10 @@ def exec_(
         params=parse_pairs(param, "--param"),
     )
     if not quiet:
+        from provenance.cli.output import duration, seconds_between, state_text
+
         rec = result.record
-        how = f"signal {rec.signal}" if rec.signal else f"exit {result.exit_status}"
-        if result.state == "failed":
-            how = rec.error or "failed"
-        sys.stderr.write(
-            f"prov: run {result.run_id[:12]} {result.state}: {how} "
-            f"in {rec.duration_s or 0:.3f} s\n"
-        )
+        how = rec.error or state_text(rec.state, rec.exit_status, rec.signal)
+        took = duration(seconds_between(rec.started_at, rec.ended_at))
+        sys.stderr.write(f"prov: run {result.run_id} {how} in {took}\n")
     raise typer.Exit(result.exit_status)

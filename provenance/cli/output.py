@@ -3,14 +3,75 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from typing import Any
+
+
+def no_color() -> bool:
+    """NO_COLOR (https://no-color.org): set and non-empty means no ANSI styling at all."""
+    return bool(os.environ.get("NO_COLOR"))
+
+
+def is_terminal(stream=None) -> bool:
+    stream = stream or sys.stdout
+    return hasattr(stream, "isatty") and stream.isatty()
 
 
 def console(stderr: bool = False):
     from rich.console import Console
 
+    if no_color():  # no colour, no bold: rich alone would keep bold and dim
+        return Console(stderr=stderr, highlight=False, soft_wrap=True, color_system=None,
+                       no_color=True)
     return Console(stderr=stderr, highlight=False, soft_wrap=True)
+
+
+def table(title: str, columns: list[str], rows: list[list[str]], styled=None) -> None:
+    """A rich table on a terminal; piped, tab-separated columns under a header line, never
+    truncated, so `cut -f1` gets whole ids. `styled` maps a row to its rich-markup cells."""
+    if not is_terminal():
+        sys.stdout.write("\t".join(columns) + "\n")
+        for row in rows:
+            sys.stdout.write("\t".join(cell.replace("\t", " ") for cell in row) + "\n")
+        return
+    from rich.table import Table
+
+    t = Table(title=title, title_justify="left")
+    for col in columns:
+        t.add_column(col, overflow="fold")
+    for row in rows:
+        t.add_row(*(styled(row) if styled else row))
+    console().print(t)
+
+
+def seconds_between(started: str | None, ended: str | None) -> float | None:
+    """Seconds between two of the store's UTC timestamps, or None when either is missing."""
+    import datetime as dt
+
+    if not started or not ended:
+        return None
+    try:
+        return (dt.datetime.fromisoformat(ended.replace("Z", "+00:00"))
+                - dt.datetime.fromisoformat(started.replace("Z", "+00:00"))).total_seconds()
+    except ValueError:
+        return None
+
+
+def duration(seconds: float | None) -> str:
+    """The one duration format (`prov runs` and `prov show` print the same for a run)."""
+    if seconds is None:
+        return ""
+    return f"{seconds:.2f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
+
+
+def state_text(state: str, exit_status: int | None, signal: str | None = None) -> str:
+    """`failed (exit 7)`, `failed (SIGKILL)`, `complete`, `running`."""
+    if state == "failed" and signal:
+        return f"failed ({signal})"
+    if state == "failed" and exit_status not in (None, 0):
+        return f"failed (exit {exit_status})"
+    return state
 
 
 def print_json(data: Any) -> None:
@@ -18,14 +79,17 @@ def print_json(data: Any) -> None:
 
 
 def short(value: Any, width: int = 60) -> str:
+    """Shortened for a terminal; piped output is never truncated (ids must stay copyable)."""
     text = value if isinstance(value, str) else json.dumps(value)
-    return text if len(text) <= width else text[: width - 1] + "…"
+    if len(text) <= width or not is_terminal():
+        return text
+    return text[: width - 1] + "…"
 
 
 def plain_rows(rows: list[tuple[str, str]], stream=None) -> None:
     """Aligned `label  text` lines; bold labels on a terminal. Plain print: rich costs ~25 ms."""
     stream = stream or sys.stdout
-    bold = stream.isatty()
+    bold = is_terminal(stream) and not no_color()
     for label, text in rows:
         head = f"{label:>8}"
         stream.write((f"\033[1m{head}\033[0m" if bold else head) + f"  {text}\n")
