@@ -73,9 +73,17 @@ def compare(
         result.refused,
         err,
     )
+    from provenance.gate.check import suggest_presets
+
+    hint = suggest_presets(result.refused, config)
+    suggestion = (
+        "; these presets cover some of them: " + ", ".join(
+            f"--vary {name} ({n} key{'s' if n > 1 else ''})" for name, n in hint.items())
+        if hint else f" (presets: {', '.join(sorted(config.presets))})"
+    )
     err.print(
         "[red]refused[/red]: these runs were not done in the same environment. "
-        "Declare what you meant to vary with --vary KEY or a preset "
-        f"({', '.join(sorted(config.presets))})."
+        f"Declare what you meant to vary with --vary KEY or a preset{suggestion}.",
+        markup=True,
     )
     raise typer.Exit(REFUSED)

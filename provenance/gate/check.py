@@ -78,3 +78,15 @@ def gate(a: Manifest, b: Manifest, vary: list[str], config: GateConfig | None = 
     unused = [s for s, changes in varied.items() if not changes]
     return GateResult(d, varied, ignored, refused, unused, patterns,
                       identical=d.identical and not libs_differ)
+
+
+def suggest_presets(refused: list[Change], config: GateConfig) -> dict[str, int]:
+    """Presets that would cover refused keys, with how many each covers (most first): what
+    a refusal message suggests (`OMP_NUM_THREADS` changed -> `--vary threads`)."""
+    counts: dict[str, int] = {}
+    for name, pats in config.presets.items():
+        compiled = [parse_pattern(p) for p in pats]
+        n = sum(any(covers_parts(p, tuple(split_key(c.key))) for p in compiled) for c in refused)
+        if n:
+            counts[name] = n
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))

@@ -45,6 +45,14 @@ PRESETS: dict[str, tuple[str, ...]] = {
         "run.params.dtype",
         "torch.flags.float32_matmul_precision",
     ),
+    "threads": (
+        "env.OMP_NUM_THREADS",
+        "env.MKL_NUM_THREADS",
+        "torch.num_threads",
+        "torch.num_interop_threads",
+        "runtime.torch.*threads*",
+        "run.params.threads",
+    ),
 }
 # Never worth refusing a comparison over; still listed in the record as ignored.
 ALWAYS_IGNORED: tuple[str, ...] = ("env.PROV_*",)
