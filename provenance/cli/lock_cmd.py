@@ -82,6 +82,7 @@ def lock(
     allow_missing: bool = typer.Option(
         False, "--allow-missing-hashes", help="Write even if some artifact hashes are unknown."
     ),
+    as_json: bool = typer.Option(False, "--json", help="Print what was written as JSON."),
 ) -> None:
     """Write a PEP 751 pylock.toml (with prov's facts under [tool.prov])."""
     from lockfiles.artifacts import LocalWheels, SimpleIndex
@@ -108,6 +109,13 @@ def lock(
     from provenance.model.atomic import write_atomic
 
     write_atomic(out, result.text)
+    if as_json:
+        from provenance.cli.output import print_json
+
+        print_json({"lock": str(out), "packages": result.packages, "sources": result.sources,
+                    "missing_hashes": list(result.missing_hashes),
+                    "complete": not result.missing_hashes})
+        return
     sources = ", ".join(f"{n} from {k}" for k, n in sorted(result.sources.items()))
     print(f"locked {result.packages} packages to {out} ({sources})")
     if result.missing_hashes:
