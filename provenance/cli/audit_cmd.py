@@ -31,11 +31,13 @@ def audit(
     """Audit Python packages for known vulnerabilities. Exit 1: vulnerable; 4: not audited."""
     from provenance.audit import packages_of
     from provenance.audit.base import EXIT_NOT_AUDITED, EXIT_VULNERABLE
+    from provenance.cli.pin_cmd import scan_with_progress
     from provenance.sbom import resolve_subject
 
     if osv_db is not None and osv_url is not None:
         raise ProvError("give --osv-db (offline) or --osv-url, not both")
-    subject = resolve_subject(image=image, run=run, manifest=manifest)
+    subject = resolve_subject(image=image, run=run, manifest=manifest,
+                              scan=scan_with_progress)
     packages = packages_of(subject.manifest.facts)
     if not packages:
         raise ProvError(f"{subject.label}: the manifest lists no Python packages to audit")

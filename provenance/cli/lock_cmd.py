@@ -98,7 +98,20 @@ def lock(
     index = None if offline else SimpleIndex(index_url)
     if index is not None:
         finders.append(index.find)
-    result = write_pylock(m, finders, out.resolve().parent)
+    from provenance.cli.output import StatusLine
+
+    line = StatusLine("looking up artifact hashes:")
+
+    def counted(find):
+        def lookup(*args, **kwargs):
+            line.step(str(args[0]) if args else "")
+            return find(*args, **kwargs)
+        return lookup
+
+    try:
+        result = write_pylock(m, [counted(finders[0]), *finders[1:]], out.resolve().parent)
+    finally:
+        line.close()
     if result.missing_hashes and not allow_missing:
         why = f" (index unreachable: {index.unreachable})" if index and index.unreachable else ""
         raise ProvError(

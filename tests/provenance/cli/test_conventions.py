@@ -112,6 +112,34 @@ def test_data_commands_print_valid_json(fixture):
         r = prov(*args, env=f["env"])
         assert code is None or r.returncode == code, (args, r.returncode, r.stderr[-400:])
         json.loads(r.stdout)  # one valid document on stdout, nothing else
+        assert b"\r" not in r.stderr  # no progress line when stderr is not a terminal
+
+
+def test_lock_shows_progress_only_on_a_terminal(fixture):
+    import pty
+    import subprocess
+
+    from tests.exec_support import PROV
+
+    f, t = fixture, fixture["tmp"]
+    args = [PROV, "lock", "--manifest", f["ma"], "--offline", "--allow-missing-hashes",
+            "-o", str(t / "pylock.toml")]
+    master, slave = pty.openpty()
+    r = subprocess.run(args, env=f["env"], stdout=subprocess.PIPE, stderr=slave, timeout=120)
+    os.close(slave)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        seen += chunk
+    os.close(master)
+    assert r.returncode == 0 and b"looking up artifact hashes: 1" in seen
+    piped = subprocess.run(args, env=f["env"], capture_output=True, timeout=120)
+    assert piped.returncode == 0 and b"looking up" not in piped.stderr
 
 
 def test_piped_output_has_whole_ids(fixture):
