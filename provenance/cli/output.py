@@ -19,12 +19,37 @@ def is_terminal(stream=None) -> bool:
 
 
 def console(stderr: bool = False):
+    """A rich console; piped (not a terminal) it prints tables as plain tab-separated rows."""
     from rich.console import Console
+    from rich.table import Table
+
+    class _Console(Console):
+        def print(self, *objects: Any, **kwargs: Any) -> None:
+            if not self.is_terminal and len(objects) == 1 and isinstance(objects[0], Table):
+                self.file.write(plain_table(objects[0]))
+                return
+            super().print(*objects, **kwargs)
 
     if no_color():  # no colour, no bold: rich alone would keep bold and dim
-        return Console(stderr=stderr, highlight=False, soft_wrap=True, color_system=None,
-                       no_color=True)
-    return Console(stderr=stderr, highlight=False, soft_wrap=True)
+        return _Console(stderr=stderr, highlight=False, soft_wrap=True, color_system=None,
+                        no_color=True)
+    return _Console(stderr=stderr, highlight=False, soft_wrap=True)
+
+
+def plain_table(table) -> str:
+    """A rich Table as text: its title on a line, then tab-separated header and rows."""
+    from rich.text import Text
+
+    def plain(cell: Any) -> str:
+        text = cell.plain if isinstance(cell, Text) else Text.from_markup(str(cell)).plain
+        return text.replace("\t", " ").replace("\n", " ")
+
+    lines = [plain(table.title)] if table.title else []
+    if table.show_header and any(str(c.header) for c in table.columns):
+        lines.append("\t".join(plain(c.header) for c in table.columns))
+    columns = [list(c.cells) for c in table.columns]
+    lines += ["\t".join(plain(cell) for cell in row) for row in zip(*columns, strict=False)]
+    return "".join(line + "\n" for line in lines)
 
 
 def table(title: str, columns: list[str], rows: list[list[str]], styled=None) -> None:
@@ -119,7 +144,8 @@ def change_table(title: str, changes, con) -> None:
         for i, c in enumerate(group):
             a = "(absent)" if c.change == "added" else short(c.a, 40)
             b = "(absent)" if c.change == "removed" else short(c.b, 40)
-            table.add_row(section if i == 0 else "", c.key, marks[c.change], a, b)
+            first = i == 0 or not con.is_terminal  # piped: every row names its section
+            table.add_row(section if first else "", c.key, marks[c.change], a, b)
     con.print(table)
 
 

@@ -147,6 +147,9 @@ def test_piped_output_has_whole_ids(fixture):
     for args in (("runs",), ("show", f["a"]), ("diff", f["ma"], f["mb"])):
         out = prov(*args, env=f["env"]).stdout.decode()
         assert "…" not in out, (args, out)
+        assert not set("│┃━─┏┗") & set(out), (args, out)  # plain columns, no box drawing
+    diff = prov("diff", f["ma"], f["mb"], env=f["env"]).stdout.decode()
+    assert "env\tenv.OMP_NUM_THREADS\t" in diff
     runs = prov("runs", env=f["env"]).stdout.decode().splitlines()
     assert runs[0].split("\t")[0] == "run"
     assert {line.split("\t")[0] for line in runs[1:]} >= {f["a"], f["b"]}
