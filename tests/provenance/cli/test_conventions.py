@@ -61,6 +61,9 @@ def test_top_level_help_lists_every_exit_code_and_the_version():
     m = subprocess.run([sys.executable, "-m", "provenance", "--version"], capture_output=True)
     assert m.returncode == 0 and m.stdout == v.stdout
     assert "--install-completion" in text and "--show-completion" in text
+    words = {**os.environ, "_PROV_COMPLETE": "complete_bash", "COMP_WORDS": "prov lock --ma",
+             "COMP_CWORD": "2"}
+    assert prov(env=words).stdout.decode().split() == ["--manifest"]  # typer's completion
 
 
 def test_every_data_command_has_json():
