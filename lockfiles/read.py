@@ -40,14 +40,12 @@ class Lock:
 
 
 def _toml(path: Path) -> dict[str, Any]:
-    import tomllib
+    from provenance.model.inputs import InputError, read_toml
 
-    try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise LockError(f"{path}: malformed TOML ({exc})") from None
-    except UnicodeDecodeError:
-        raise LockError(f"{path}: not UTF-8 text") from None
+    try:  # bounded, regular files only, strict UTF-8, depth-limited
+        return read_toml(path, "lock")
+    except InputError as exc:
+        raise LockError(str(exc)) from None
 
 
 def read_pylock(path: Path, data: dict[str, Any]) -> Lock:
@@ -112,7 +110,7 @@ def read_requirements(path: Path) -> Lock:
 def read_lock(path: Path) -> Lock:
     """Any supported lock, by its name and content."""
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():
         raise LockError(f"{path}: no such lock file")
     if path.suffix == ".txt":
         return read_requirements(path)
@@ -133,8 +131,10 @@ def is_environment_lock(path: Path) -> bool:
         return True
     if path.name == "pylock.toml" or (path.name.startswith("pylock.") and path.suffix == ".toml"):
         return True
+    from provenance.model.inputs import InputError, read_input
+
     try:
-        head = path.read_text(encoding="utf-8", errors="replace")[:4096]
-    except OSError:
-        return True  # let the environment reader report the missing file
+        head = read_input(path, "lock")[:4096].decode("utf-8", "replace")
+    except InputError:
+        return True  # let the environment reader report it in one line
     return "lock-version" in head

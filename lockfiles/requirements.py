@@ -48,12 +48,12 @@ class Line:
 
 def logical_lines(path: Path) -> list[Line]:
     """Joined continuation lines with comments removed, each with its first line number."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise LockError(f"{path}: not UTF-8 text") from None
-    except OSError as exc:
-        raise LockError(f"{path}: {exc.strerror or exc}") from None
+    from provenance.model.inputs import InputError, read_text
+
+    try:  # regular files only (a FIFO never hangs), bounded, strict UTF-8
+        text = read_text(path, "lock")
+    except InputError as exc:
+        raise LockError(str(exc)) from None
     out: list[Line] = []
     parts: list[str] = []
     start = 0

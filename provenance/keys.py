@@ -31,6 +31,9 @@ def generate(prefix: Path, force: bool = False) -> tuple[Path, Path, str]:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
     ser = _serialization()
+    if str(prefix).endswith("/") or Path(prefix).is_dir():
+        raise ProvError(f"-o {prefix}: is a directory; give a path prefix such as "
+                        f"{Path(prefix) / 'prov-signing'}")
     priv_path, pub_path = Path(f"{prefix}.key"), Path(f"{prefix}.pub")
     for path in (priv_path, pub_path):
         if path.exists() and not force:
@@ -48,10 +51,9 @@ def generate(prefix: Path, force: bool = False) -> tuple[Path, Path, str]:
 def load_private(path: Path):
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-    try:
-        data = Path(path).read_bytes()
-    except OSError as exc:
-        raise ProvError(f"{path}: cannot read key: {exc.strerror}") from None
+    from provenance.model.inputs import read_input
+
+    data = read_input(path, "key")
     try:
         key = _serialization().load_pem_private_key(data, password=None)
     except (ValueError, TypeError) as exc:
@@ -62,20 +64,20 @@ def load_private(path: Path):
 
 
 def load_public(path: Path):
+    """A PEM ed25519 public key. A private key is refused: whoever verifies must not hold
+    (or be handed) the signer's secret, and accepting one hides that mistake."""
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-    try:
-        data = Path(path).read_bytes()
-    except OSError as exc:
-        raise ProvError(f"{path}: cannot read key: {exc.strerror}") from None
+    from provenance.model.inputs import read_input
+
+    data = read_input(path, "key")
+    if b"PRIVATE KEY" in data:
+        raise ProvError(f"--key {path}: is a PRIVATE key; verify with the public key "
+                        "(PREFIX.pub from prov keygen)")
     try:
         key = _serialization().load_pem_public_key(data)
-    except ValueError:
-        # A private key given where the public one is expected: use its public half.
-        try:
-            key = _serialization().load_pem_private_key(data, password=None).public_key()
-        except (ValueError, TypeError) as exc:
-            raise ProvError(f"{path}: not a PEM public key ({exc})") from None
+    except ValueError as exc:
+        raise ProvError(f"{path}: not a PEM public key ({exc})") from None
     if not isinstance(key, Ed25519PublicKey):
         raise ProvError(f"{path}: not an ed25519 public key")
     return key

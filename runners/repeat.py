@@ -39,7 +39,7 @@ def _layer_order(digests: dict[str, list[str]]) -> list[str]:
     return sorted(digests, key=key)
 
 
-def compare_runs(runs: list[WorkerRun], block: int) -> dict[str, Any]:
+def compare_repeats(runs: list[WorkerRun], block: int) -> dict[str, Any]:
     """First (layer, block) where any repeat differs from run 0, or bit-identical."""
     base = runs[0]
     for i, other in enumerate(runs[1:], start=1):
@@ -103,7 +103,7 @@ def run_repeat(config: EngineConfig, prep: Prepared, n: int, workdir: Path, resu
     runs = [execute(config, prep, workdir, f"run{i}", block, launcher) for i in range(n)]
     comparisons = [check(runs[0], r) for r in runs[1:]] if check else \
         [{"gate": "not run (standalone)"}]
-    verdict = compare_runs(runs, block)
+    verdict = compare_repeats(runs, block)
     meta = {
         "engines": [config.to_json()],
         "runtime": runs[0].meta["runtime"],

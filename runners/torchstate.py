@@ -4,64 +4,33 @@ A script can change these after start-up (`torch.set_num_threads`, `torch.backen
 `torch.set_flush_denormal`); no snapshot taken outside the process can see that, so a
 worker reports them as run facts (`runtime.torch.*`). Read only when torch is already
 imported: asking must never import it.
+
+The reader is the in-process probe's (one place for what "torch's numerics state" is). It
+is loaded from its file rather than imported: workers run in engine environments that may
+import nothing of `provenance` (test_worker_self_contained), and that file is standard
+library only.
 """
 
 from __future__ import annotations
 
-import sys
+import importlib.util
+from pathlib import Path
 from typing import Any
 
-
-def _put(out: dict[str, Any], key: str, fn) -> None:
-    try:
-        value = fn()
-    except Exception as exc:  # a probe that fails is recorded, never fatal
-        value = f"unavailable: {type(exc).__name__}"
-    if value is None:
-        value = "none"
-    elif not isinstance(value, (bool, int, float, str)):
-        value = str(value)
-    out[key] = value
+_READER = (Path(__file__).resolve().parents[1] / "provenance" / "exec" / "probe" / "inproc"
+           / "_prov_probe" / "torch_flags.py")
 
 
-def _flush_denormal(torch) -> bool:
-    """torch has no getter for set_flush_denormal: a result below FLT_MIN is 0 when on."""
-    x = torch.tensor([1e-30], dtype=torch.float32)
-    return bool((x * 1e-10).item() == 0.0)
+def _load():
+    spec = importlib.util.spec_from_file_location("_prov_torch_flags", _READER)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_torch_flags = _load()
 
 
 def torch_state() -> dict[str, Any]:
     """Flat `name -> value` facts of the running torch; {} when torch is not imported."""
-    torch = sys.modules.get("torch")
-    if torch is None:
-        return {}
-    out: dict[str, Any] = {}
-    b = torch.backends
-    _put(out, "num_threads", torch.get_num_threads)
-    _put(out, "num_interop_threads", torch.get_num_interop_threads)
-    _put(out, "cpu_capability", b.cpu.get_cpu_capability)
-    _put(out, "flush_denormal", lambda: _flush_denormal(torch))
-    _put(out, "mkldnn_enabled", lambda: b.mkldnn.enabled)
-    _put(out, "mkldnn_deterministic", lambda: getattr(b.mkldnn, "deterministic", "none"))
-    _put(out, "float32_matmul_precision", torch.get_float32_matmul_precision)
-    _put(out, "deterministic_algorithms", torch.are_deterministic_algorithms_enabled)
-    _put(out, "cuda_matmul_allow_tf32", lambda: b.cuda.matmul.allow_tf32)
-    _put(out, "cuda_matmul_allow_fp16_reduced_precision",
-         lambda: b.cuda.matmul.allow_fp16_reduced_precision_reduction)
-    _put(out, "cuda_matmul_allow_bf16_reduced_precision",
-         lambda: b.cuda.matmul.allow_bf16_reduced_precision_reduction)
-    _put(out, "cudnn_enabled", lambda: b.cudnn.enabled)
-    _put(out, "cudnn_allow_tf32", lambda: b.cudnn.allow_tf32)
-    _put(out, "cudnn_deterministic", lambda: b.cudnn.deterministic)
-    _put(out, "cudnn_benchmark", lambda: b.cudnn.benchmark)
-    _put(out, "sdpa_flash", b.cuda.flash_sdp_enabled)
-    _put(out, "sdpa_mem_efficient", b.cuda.mem_efficient_sdp_enabled)
-    _put(out, "sdpa_math", b.cuda.math_sdp_enabled)
-    _put(out, "sdpa_cudnn", b.cuda.cudnn_sdp_enabled)
-    _put(out, "default_dtype", lambda: str(torch.get_default_dtype()).removeprefix("torch."))
-    if torch.cuda.is_initialized():
-        # which board the process really computed on (CUDA_VISIBLE_DEVICES remaps indices)
-        _put(out, "cuda_device", lambda: torch.cuda.get_device_name(torch.cuda.current_device()))
-        _put(out, "cuda_capability", lambda: ".".join(
-            map(str, torch.cuda.get_device_capability(torch.cuda.current_device()))))
-    return out
+    return _torch_flags.torch_state()

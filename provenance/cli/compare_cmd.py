@@ -23,6 +23,9 @@ def _render(result, a, b, con) -> None:
             render_changes(f"varied by --vary {spec}: {len(changes)} key(s)", changes, con)
     if result.ignored:
         render_changes(f"ignored (always-ignored keys): {len(result.ignored)}", result.ignored, con)
+    if result.not_loaded:
+        render_changes(f"not loaded (no process of either run imported them): "
+                       f"{len(result.not_loaded)}", result.not_loaded, con)
     for spec in result.unused:
         con.print(f"[yellow]note[/yellow]: --vary {spec} covers no difference")
 
@@ -73,17 +76,14 @@ def compare(
         result.refused,
         err,
     )
-    from provenance.gate.check import suggest_presets
+    from provenance.gate import suggest_presets
 
-    hint = suggest_presets(result.refused, config)
-    suggestion = (
-        "; these presets cover some of them: " + ", ".join(
-            f"--vary {name} ({n} key{'s' if n > 1 else ''})" for name, n in hint.items())
-        if hint else f" (presets: {', '.join(sorted(config.presets))})"
-    )
+    for preset, keys in suggest_presets(config.presets, [c.key for c in result.refused]).items():
+        err.print(f"covered by --vary {preset}: {', '.join(keys)}", markup=False,
+                  highlight=False)
     err.print(
         "[red]refused[/red]: these runs were not done in the same environment. "
-        f"Declare what you meant to vary with --vary KEY or a preset{suggestion}.",
-        markup=True,
+        "Declare what you meant to vary with --vary KEY or a preset "
+        f"({', '.join(sorted(config.presets))})."
     )
     raise typer.Exit(REFUSED)

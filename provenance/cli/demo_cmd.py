@@ -21,7 +21,7 @@ from provenance.model.errors import ProvError
 def demo(
     workdir: Path = typer.Option(Path.home() / ".cache" / "prov" / "demo",
                                  help="where the demo model and results go"),
-    steps: int = typer.Option(120, help="training steps for the tiny model"),
+    steps: int = typer.Option(120, min=1, max=10**6, help="training steps for the tiny model"),
     max_tokens: int = typer.Option(768, help="tokens of evaluation text to score"),
     as_json: bool = typer.Option(False, "--json", help="print the figures as JSON"),
 ) -> None:

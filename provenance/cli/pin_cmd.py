@@ -6,6 +6,7 @@ ProvError) that `prov snapshot --image` uses.
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,9 @@ from typing import Any
 import typer
 
 from provenance.cli import app
+from provenance.model.errors import ProvError
+
+_PLATFORM = re.compile(r"[a-z0-9]+/[a-z0-9_]+(/[a-z0-9]+)?")  # OCI image-index platform
 
 
 def scan_with_progress(
@@ -72,6 +76,9 @@ def pin(
     from lockfiles.image_lock import lock_from_facts
     from provenance.model.atomic import write_atomic
 
+    if platform is not None and not _PLATFORM.fullmatch(platform):
+        raise ProvError(f"--platform {platform!r}: expected os/arch or os/arch/variant "
+                        "(linux/amd64, linux/arm64/v8)")
     scan = scan_with_progress(source, quiet=as_json, platform=platform, verify_files=True)
     facts = scan.facts()
     files = scan.file_checks()

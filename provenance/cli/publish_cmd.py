@@ -45,6 +45,9 @@ def publish(
         None, "--dependency", help="Resolved dependency NAME=sha256:HEX (weights); repeatable."
     ),
     force: bool = typer.Option(False, "--force", help="Replace an existing bundle."),
+    allow_unrecorded: bool = typer.Option(
+        False, "--allow-unrecorded",
+        help="Publish results the run did not record as outputs (said in the statement)."),
     as_json: bool = typer.Option(False, "--json", help="Print what was published as JSON."),
 ) -> None:
     """Bundle results with their run, manifest, SBOM and an in-toto/SLSA attestation (DSSE)."""
@@ -75,7 +78,7 @@ def publish(
         done = do_publish(results, subject, dest, key_path=key,
                           parameters=_pairs(param, "--param"),
                           dependencies=_pairs(dependency, "--dependency", digest=True),
-                          force=force)
+                          force=force, allow_unrecorded=allow_unrecorded)
         how = f"signed with {done.key_id}" if done.signed else "UNSIGNED (no --key given)"
         where = str(done.path) if out is not None else "a bundle"
         print(f"published {done.subjects} result(s) to {where}, {how}"

@@ -34,7 +34,8 @@ def _info_json(info) -> dict:
 
 @app.command()
 def runs(
-    limit: int = typer.Option(50, "--limit", "-n", help="Show at most this many (0: all)."),
+    limit: int = typer.Option(50, "--limit", "-n", min=0, max=10**9,
+                              help="Show at most this many (0: all)."),
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
 ) -> None:
     """List recorded runs, newest first."""
@@ -105,6 +106,9 @@ def _print_show(info, rec, all_libs: bool = False) -> None:
         rows.append(("output", f"{path}  {out.get('type')}  {out.get('digest', '')}"))
     for path, f in sorted((rec.run_dir or {}).items()):
         rows.append(("run file", f"{path}  {f.get('digest', '')}"))
+    from provenance.exec.probe.show import engine_rows
+
+    rows += engine_rows(rec.facts or {})  # what the in-process probe saw
     rows += _library_rows(rec.loaded_libraries or [], all_libs)
     rows += _drift_rows(rec.drift or {})
     res = rec.resources or {}
@@ -136,11 +140,18 @@ def _git_rows(git: dict) -> list[tuple[str, str]]:
 def _library_rows(libs: list, all_libs: bool) -> list[tuple[str, str]]:
     if not libs:
         return []
-    shown = libs if all_libs else [lib for lib in libs if KEY_LIBS.search(lib["name"])]
+    shown = libs if all_libs else [lib for lib in libs
+                                   if KEY_LIBS.search(lib["name"]) or lib.get("jit")]
     more = "" if all_libs else "; the numerics-relevant ones below (--libs: all)"
     rows = [("libs", f"{len(libs)} shared libraries loaded{more}")]
-    rows += [("", f"{lib['path']}  {lib.get('sha256')}") for lib in shown]
+    rows += [("", f"{lib['path']}  {_jit_label(lib)}{lib.get('sha256')}") for lib in shown]
     return rows
+
+
+def _jit_label(lib: dict) -> str:
+    """A JIT-compiled library is known by its cache key; its bytes follow as context."""
+    jit = lib.get("jit")
+    return f"jit {jit.get('kind')}:{jit.get('key')}  " if isinstance(jit, dict) else ""
 
 
 def _drift_rows(drift: dict) -> list[tuple[str, str]]:

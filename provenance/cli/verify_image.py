@@ -19,11 +19,9 @@ from provenance.model.errors import EXIT_DIFFERS, EXIT_OK, ProvError
 def verify_image_lock(lock: Path, source: str | None, as_json: bool) -> int:
     """0 when the image matches its lock, 1 when it differs; bad input raises ProvError."""
     from containers import scan_image
+    from provenance.model.inputs import read_text
 
-    try:
-        text = lock.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ProvError(f"{lock}: {exc.strerror or exc}") from None
+    text = read_text(lock, "lock")  # regular files only, bounded, strict UTF-8
     kind = lock_kind(text, str(lock))
     if kind == PYLOCK_KIND:
         raise ProvError(f"{lock}: an environment lock; check it with `prov verify --lock` alone")

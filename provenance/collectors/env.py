@@ -73,8 +73,12 @@ def relevant(name: str) -> bool:
     return name in NAMES or name.startswith(PREFIXES)
 
 
-def collect(warnings: list[str], environ: dict[str, str] | None = None) -> dict[str, Any]:
+def collect(warnings: list[str], environ: dict[str, str] | None = None,
+            key: bytes | None = None) -> dict[str, Any]:
+    """`key`: the store's redaction key (model.redact.store_key); with it a hidden value is
+    a keyed digest, so two runs whose HF_TOKEN differs still differ in identity."""
     environ = dict(os.environ if environ is None else environ)
     return {
-        name: redact_value(name, value) for name, value in sorted(environ.items()) if relevant(name)
+        name: redact_value(name, value, key)
+        for name, value in sorted(environ.items()) if relevant(name)
     }

@@ -12,15 +12,17 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from provenance.model import Manifest, ManifestError
+from provenance.model import Manifest, ManifestError, ProvError
+from provenance.model.inputs import read_json
+from provenance.model.redact import redact_tree
 
 FACTS_FILE = "facts.json"
 
 
 def _load(path: Path, warnings: list[str]) -> dict[str, Any]:
-    try:
-        facts = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
+    try:  # the workload wrote it: a FIFO, a huge or deep file must not hang or crash prov
+        facts = read_json(path, "record")
+    except (OSError, ProvError) as exc:
         warnings.append(f"facts.json ignored: {exc}")
         return {}
     if not isinstance(facts, dict):
@@ -29,9 +31,10 @@ def _load(path: Path, warnings: list[str]) -> dict[str, Any]:
     return facts
 
 
-def read_run_facts(run_dir: Path, base_sections: Iterable[str],
-                   warnings: list[str]) -> dict[str, Any]:
-    """The sections of facts.json that may join the manifest; problems go to `warnings`."""
+def read_run_facts(run_dir: Path, base_sections: Iterable[str], warnings: list[str],
+                   key: bytes | None = None) -> dict[str, Any]:
+    """The sections of facts.json that may join the manifest, redacted (a fact named like a
+    secret, `runtime.openai.api_key`, is hidden); problems go to `warnings`."""
     path = run_dir / FACTS_FILE
     if not path.exists():
         return {}
@@ -44,7 +47,7 @@ def read_run_facts(run_dir: Path, base_sections: Iterable[str],
         if not isinstance(value, dict):
             warnings.append(f"facts.json: section {section!r} is not a table; ignored")
             continue
-        out[section] = value
+        out[section] = redact_tree(value, key)
     if out:
         try:
             Manifest(dict(out)).leaves()

@@ -14,9 +14,11 @@ import hashlib
 import json
 import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from provenance.exec.jit import identify
 from provenance.model.atomic import write_atomic
 
 _SHARED = re.compile(rb"\.so(\.[0-9.]+)?$")
@@ -89,8 +91,12 @@ class LibrarySampler:
             for path in parse_maps(data):
                 self.paths.setdefault(path, set()).add(pid)
 
-    def results(self, hasher: FileHasher | None = None) -> list[dict[str, Any]]:
+    def results(self, hasher: FileHasher | None = None, env: Mapping[str, str] | None = None,
+                versions: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
+        """One entry per mapped file: path, name, size, sha256, and for a file a JIT
+        compiled (`jit.identify`, with the run's `env` and compiler `versions`) its `jit`."""
         hasher = hasher or FileHasher()
+        env = os.environ if env is None else env
         out = []
         for path in sorted(self.paths):
             entry: dict[str, Any] = {"path": path, "name": path.rsplit("/", 1)[-1]}
@@ -102,6 +108,12 @@ class LibrarySampler:
                 if size is not None:
                     entry["size"] = size
                 entry["sha256"] = digest
+            try:
+                fact = identify(path.removesuffix(" (deleted)"), env, versions)
+            except (OSError, ValueError):  # never fails the run: compared by bytes
+                fact = None
+            if fact:
+                entry["jit"] = fact
             out.append(entry)
         hasher.save()
         return out

@@ -12,6 +12,10 @@ import os
 from pathlib import Path
 from typing import Any
 
+from provenance.exec.facts import FACTS_FILE
+from provenance.model import ProvError, canonical_json
+from provenance.model.inputs import read_json
+from provenance.model.redact import redact_tree, store_key
 from provenance.store.records import TREE_KIND, encode
 
 
@@ -74,6 +78,16 @@ def hash_outputs(workdir: Path, outputs, store, warnings: list[str]) -> dict[str
     return outs
 
 
+def _put_facts(path: Path, store) -> tuple[str, int]:
+    """facts.json as stored: its redacted form (what joined the manifest), never the raw file."""
+    try:
+        doc = read_json(path, "record")
+    except ProvError:
+        doc = {"unreadable": "facts.json was not a readable JSON document"}
+    data = canonical_json(redact_tree(doc, store_key(store.root)))
+    return store.put_object(data), len(data)
+
+
 def ingest_run_dir(run_dir: Path, store) -> dict[str, Any]:
     """Copy every file under PROV_RUN_DIR into the store: relative path -> digest, size."""
     out: dict[str, Any] = {}
@@ -85,7 +99,7 @@ def ingest_run_dir(run_dir: Path, store) -> dict[str, Any]:
             out[rel] = {"link": os.readlink(f)}
             continue
         try:
-            digest, size = store.put_file(f)
+            digest, size = _put_facts(f, store) if rel == FACTS_FILE else store.put_file(f)
         except OSError as exc:
             out[rel] = {"error": exc.strerror or str(exc)}
             continue

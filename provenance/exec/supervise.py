@@ -31,8 +31,10 @@ from provenance.exec import process
 from provenance.exec.drift import check_drift
 from provenance.exec.environment import snapshot_and_git, with_command_env, workload_python
 from provenance.exec.facts import read_run_facts, snapshot_sections
+from provenance.exec.jit import package_versions
 from provenance.exec.libraries import LibrarySampler
 from provenance.exec.outputs import hash_outputs, ingest_run_dir
+from provenance.exec.probe import host as probe
 from provenance.exec.record import (
     failed_record,
     resources,
@@ -42,11 +44,17 @@ from provenance.exec.record import (
 )
 from provenance.exec.watch import watch
 from provenance.model.errors import ProvError
+from provenance.model.redact import redact_diff, redact_tree, store_key
 from provenance.snapshot_cache import CachedSnapshot
 from provenance.store import RunRecord, Store, open_store
 from provenance.store.manifests import run_manifest_text
 from provenance.store.records import now_iso
 
+
+def redact_diff_bytes(diff: bytes, key: bytes) -> tuple[bytes, int]:
+    """The diff with secrets hidden (bytes that are not UTF-8 kept as they are)."""
+    text, hidden = redact_diff(diff.decode("utf-8", "surrogateescape"), key)
+    return text.encode("utf-8", "surrogateescape"), hidden
 
 @dataclass
 class RunResult:
@@ -103,9 +111,12 @@ def run_supervised(
     # the command runs with env_extra: its relevant variables are part of the run's identity
     snap = with_command_env(snap, env_extra)
     manifest_obj = store.put_object(snap.text.encode("utf-8"))
-    if git_diff:
+    if git_diff:  # a secret in the working tree's diff is hidden before it is stored
+        git_diff, hidden = redact_diff_bytes(git_diff, store_key(store.root))
         git_facts["diff"] = store.put_object(git_diff)
         git_facts["diff_size"] = len(git_diff)
+        if hidden:
+            git_facts["diff_secrets_redacted"] = hidden
     record = started_record(argv, name=name, workdir=workdir, tags=tags, params=params,
                             env_extra=env_extra, snap=snap, manifest_obj=manifest_obj,
                             git_facts=git_facts, python=python)
@@ -130,6 +141,7 @@ def _command_env(run: _Run) -> dict[str, str]:
     env.update(run.env_extra or {})
     env.update({"PROV_RUN_ID": run.record.run_id, "PROV_RUN_DIR": str(run.run_dir),
                 "PROV_STORE": str(run.store.root)})
+    env.update(probe.environment(run.run_dir, env))  # the in-process probe (PROV_INPROCESS=0)
     return env
 
 
@@ -185,11 +197,19 @@ def _finish(run: _Run, final: RunRecord, outputs: Sequence[str | Path],
     record (prov's own CPU counted up to here)."""
     warnings: list[str] = []
     outs = hash_outputs(run.workdir, outputs, run.store, warnings)
-    facts = read_run_facts(run.run_dir, snapshot_sections(run.snap.text), warnings)
+    key = store_key(run.store.root)
+    facts = read_run_facts(run.run_dir, snapshot_sections(run.snap.text), warnings, key)
+    # a run with declared parameters is a prov worker: its command line is prov's own,
+    # built from those parameters (identity already) and per-run paths
+    command = None if run.record.params else run.argv
+    probe_facts = probe.collect(run.run_dir, command,  # consumes run_dir/probe
+                                [run.workdir / p for p in outputs])
+    probe.merge_into(facts, redact_tree(probe_facts, key))
     run_files = ingest_run_dir(run.run_dir, run.store)
     if section := run_section(run.record):
         facts["run"] = section
-    libs = sampler.results() if sampler else []
+    libs = (sampler.results(env=_command_env(run), versions=package_versions(run.snap.text))
+            if sampler else [])
     drift = check_drift(run.snap, run.python, run.store, run.env_extra)
     if drift.get("detected"):
         warnings.append(

@@ -5,7 +5,8 @@ Public surface:
   comparison (resolve, libraries both runs loaded, gate, comparison record);
 - `gate(a, b, vary, config, libs) -> GateResult`: the verdict over two manifests;
 - `GateConfig`, `load_config()`: presets and ignores, extended by `[tool.prov]`;
-- `PRESETS`, `ALWAYS_IGNORED`, `covers(pattern, key)`; `common_libraries(a, b)`.
+- `PRESETS`, `ALWAYS_IGNORED`, `covers(pattern, key)`; `common_libraries(a, b)`;
+  `suggest_presets(presets, keys)`: which preset covers each refused key.
 The diff itself is the model's (`provenance.model.diff`), which `prov exec` shares.
 """
 
@@ -14,9 +15,9 @@ from provenance.gate.compare import Comparison, compare_runs
 from provenance.gate.config import GateConfig, find_pyproject, load_config
 from provenance.gate.libraries import common_libraries
 from provenance.gate.patterns import covers
-from provenance.gate.presets import ALWAYS_IGNORED, PRESETS
+from provenance.gate.presets import ALWAYS_IGNORED, PRESETS, suggest_presets
 
 __all__ = [
     "ALWAYS_IGNORED", "PRESETS", "Comparison", "GateConfig", "GateResult", "common_libraries",
-    "compare_runs", "covers", "find_pyproject", "gate", "load_config",
+    "compare_runs", "covers", "find_pyproject", "gate", "load_config", "suggest_presets",
 ]

@@ -4,6 +4,8 @@
 sorts every differing key into exactly one bucket:
 - *varied*: covered by a `--vary` (a dotted key, a key pattern, or a preset name);
 - *ignored*: covered by an always-ignored pattern (built in, or `[tool.prov] ignore`);
+- *not loaded*: a package difference no process of either run imported, when both runs
+  were probed to the end (loaded.py): listed, not blocking;
 - *refused*: anything else. One refused key refuses the comparison.
 Nothing is waived silently: varied and ignored keys are both written into the record.
 The libraries both runs loaded are compared beside the manifests (libraries.py).
@@ -11,11 +13,13 @@ The libraries both runs loaded are compared beside the manifests (libraries.py).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from provenance.gate.config import GateConfig
 from provenance.gate.libraries import with_library_changes
+from provenance.gate.loaded import loaded_packages
+from provenance.gate.loaded import not_loaded as is_not_loaded
 from provenance.gate.patterns import covers_parts, parse_pattern
 from provenance.model import LeafKind, Manifest, split_key
 from provenance.model.diff import Change, ManifestDiff, diff_manifests
@@ -30,6 +34,7 @@ class GateResult:
     unused: list[str]  # --vary specs that covered no difference
     patterns: dict[str, tuple[str, ...]]
     identical: bool = False  # same identity digest and the same common libraries
+    not_loaded: list[Change] = field(default_factory=list)  # packages no process imported
 
     @property
     def ok(self) -> bool:
@@ -49,12 +54,13 @@ class GateResult:
             },
             "ignored": values(self.ignored),
             "refused": values(self.refused),
+            "not_loaded": values(self.not_loaded),
             "unused_vary": self.unused,
         }
 
 
 def gate(a: Manifest, b: Manifest, vary: list[str], config: GateConfig | None = None,
-         libs: tuple[dict[str, str], dict[str, str]] | None = None) -> GateResult:
+         libs: tuple[dict[str, Any], dict[str, Any]] | None = None) -> GateResult:
     """Sort every identity difference of `a` and `b` (and of `libs`, the digests of the
     libraries both loaded, `common_libraries`) into varied, ignored or refused."""
     config = config or GateConfig()
@@ -65,6 +71,8 @@ def gate(a: Manifest, b: Manifest, vary: list[str], config: GateConfig | None = 
     varied: dict[str, list[Change]] = {spec: [] for spec in vary}
     ignored: list[Change] = []
     refused: list[Change] = []
+    not_loaded: list[Change] = []
+    loaded = loaded_packages(a, b)
     for change in d.of_kind(LeafKind.IDENTITY):
         key = tuple(split_key(change.key))
         spec = next((s for s, pats in compiled.items()
@@ -73,20 +81,11 @@ def gate(a: Manifest, b: Manifest, vary: list[str], config: GateConfig | None = 
             varied[spec].append(change)
         elif any(covers_parts(p, key) for p in ignore):
             ignored.append(change)
+        elif is_not_loaded(key, loaded):
+            not_loaded.append(change)
         else:
             refused.append(change)
     unused = [s for s, changes in varied.items() if not changes]
     return GateResult(d, varied, ignored, refused, unused, patterns,
-                      identical=d.identical and not libs_differ)
+                      identical=d.identical and not libs_differ, not_loaded=not_loaded)
 
-
-def suggest_presets(refused: list[Change], config: GateConfig) -> dict[str, int]:
-    """Presets that would cover refused keys, with how many each covers (most first): what
-    a refusal message suggests (`OMP_NUM_THREADS` changed -> `--vary threads`)."""
-    counts: dict[str, int] = {}
-    for name, pats in config.presets.items():
-        compiled = [parse_pattern(p) for p in pats]
-        n = sum(any(covers_parts(p, tuple(split_key(c.key))) for p in compiled) for c in refused)
-        if n:
-            counts[name] = n
-    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))

@@ -39,7 +39,7 @@ class Comparison:
         return doc
 
 
-def _libraries(ra: Resolved, rb: Resolved) -> tuple[dict[str, str], dict[str, str]] | None:
+def _libraries(ra: Resolved, rb: Resolved) -> tuple[dict[str, Any], dict[str, Any]] | None:
     if ra.run is None or rb.run is None:
         return None
     return common_libraries(ra.run.record.loaded_libraries or [],

@@ -11,6 +11,8 @@ from __future__ import annotations
 PRESETS: dict[str, tuple[str, ...]] = {
     "attention-backend": (
         "runtime.*.attention_backend",
+        "runtime.*.models.*.attn_implementation",
+        "runtime.torch.flags.sdpa_*",
         "runtime.attention_backend",
         "engines.*.attention_backend",
         "run.params.attention_backend",
@@ -25,6 +27,7 @@ PRESETS: dict[str, tuple[str, ...]] = {
         "engines.*.kv_cache_dtype",
         "run.params.kv_cache_dtype",
         "runtime.*.calculate_kv_scales",
+        "runtime.*.kv_scales",
         "env.VLLM_KV_CACHE_DTYPE",
     ),
     "weights": (
@@ -37,6 +40,35 @@ PRESETS: dict[str, tuple[str, ...]] = {
         "run.params.model",
         "run.params.weights",
         "run.params.checkpoint",
+        "runtime.*.revision",
+        "runtime.*.tokenizer",
+        "runtime.*.models.*.name_or_path",
+        "runtime.*.models.*.revision",
+        "runtime.*.models.*.files",
+        "runtime.*.models.*.chat_template_sha256",
+    ),
+    "quantization": (
+        "runtime.*.quantization",
+        "runtime.*.models.*.quantization",
+        "engines.*.quantization",
+        "run.params.quantization",
+    ),
+    "threads": (
+        "runtime.torch.flags.num_threads",
+        "runtime.torch.flags.num_interop_threads",
+        "runtime.torch.num_threads",
+        "runtime.torch.num_interop_threads",
+        "torch.num_threads",
+        "torch.num_interop_threads",
+        "env.OMP_NUM_THREADS",
+        "env.MKL_NUM_THREADS",
+        "env.OPENBLAS_NUM_THREADS",
+        "run.params.threads",
+    ),
+    # the command line as typed and the script it ran (provenance/exec/probe)
+    "command": (
+        "code.command",
+        "code.script",
     ),
     "dtype": (
         "runtime.*.dtype",
@@ -44,16 +76,24 @@ PRESETS: dict[str, tuple[str, ...]] = {
         "engines.*.dtype",
         "run.params.dtype",
         "torch.flags.float32_matmul_precision",
-    ),
-    "threads": (
-        "env.OMP_NUM_THREADS",
-        "env.MKL_NUM_THREADS",
-        "torch.num_threads",
-        "torch.num_interop_threads",
-        "runtime.torch.*threads*",
-        "run.params.threads",
+        "runtime.torch.flags.float32_matmul_precision",
+        "runtime.torch.flags.default_dtype",
+        "runtime.*.models.*.dtype",
     ),
 }
 # Never worth refusing a comparison over; still listed in the record as ignored.
 ALWAYS_IGNORED: tuple[str, ...] = ("env.PROV_*",)
 
+
+
+def suggest_presets(presets: dict[str, tuple[str, ...]], keys: list[str]) -> dict[str, list[str]]:
+    """preset -> the keys (refused ones) it would cover; each key under its first preset."""
+    from provenance.gate.patterns import covers
+
+    out: dict[str, list[str]] = {}
+    for key in keys:
+        name = next((n for n, pats in presets.items() if any(covers(p, key) for p in pats)),
+                    None)
+        if name is not None:
+            out.setdefault(name, []).append(key)
+    return out

@@ -18,8 +18,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
 
-from provenance.model.errors import ProvError
-
 
 def _umask() -> int:
     umask = os.umask(0)
@@ -36,10 +34,10 @@ def atomic_open(path: str | Path, mode: int | None = None) -> Iterator[BinaryIO]
     """Open a temp file beside `path` for binary writing; on a clean exit it is fsynced,
     given `mode` (default: 0666 less the umask) and renamed over `path`; on an error it is
     removed and `path` is untouched."""
-    path = Path(path)
+    from provenance.model.inputs import check_output
+
+    path = check_output(path)  # create or replace a regular file; never a device or a dir
     directory = path.parent if str(path.parent) else Path(".")
-    if not directory.is_dir():
-        raise ProvError(f"{directory}: no such directory")
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=directory)
     try:
         with os.fdopen(fd, "wb") as fh:

@@ -97,6 +97,21 @@ CLASSIFICATION: tuple[tuple[str, LeafKind], ...] = (
     ("cuda.toolkit.*.layer", C),
     ("cuda.libraries.*.paths", C),
     ("run.**", C),
+    # the in-process probe (provenance/exec/probe): how it ran is context; what it saw
+    # inside the processes (torch flags at exit, libraries, imported code) is identity
+    ("probe.**", C),
+    ("runtime.torch.changed.**", C),
+    ("runtime.libs.*.path", C),
+    ("code.script.path", C),
+    ("code.script.changed_during_run", C),
+    ("code.modules.*.files_checked", C),
+    ("runtime.transformers.models.*.commit", I),
+    ("model.files.*.source", C),
+    # a per-process shared-memory name vLLM draws at random
+    ("runtime.vllm.envs.VLLM_OBJECT_STORAGE_SHM_BUFFER_NAME", C),
+    # a JIT-compiled library is known by its cache key (`libs.<name>.jit`); its bytes differ
+    # between two fresh caches of one configuration (gate/libraries.py)
+    ("libs.*.sha256", C),
     ("**", I),
 )
 

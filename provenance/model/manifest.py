@@ -190,7 +190,13 @@ class Manifest:
 
     @classmethod
     def loads(cls, text: str, origin: str = "manifest", verify: bool = True) -> Manifest:
+        from provenance.model.inputs import InputError, check_json_depth, check_toml_depth
+
         stripped = text.lstrip()
+        try:  # a 100k-deep document is refused before any recursive parser sees it
+            (check_json_depth if stripped.startswith("{") else check_toml_depth)(text, origin)
+        except InputError as exc:
+            raise ManifestError(f"corrupted manifest: {exc}") from None
         if stripped.startswith("{"):
             try:
                 doc = json.loads(text)
@@ -202,20 +208,14 @@ class Manifest:
 
     @classmethod
     def read(cls, path: str | Path, verify: bool = True) -> Manifest:
+        from provenance.model.inputs import InputError, read_text, shown
+
         path = Path(path)
-        try:
-            raw = path.read_bytes()
-        except FileNotFoundError:
-            raise ManifestError(f"{path}: no such file") from None
-        except IsADirectoryError:
-            raise ManifestError(f"{path}: is a directory, not a manifest file") from None
-        except OSError as exc:
-            raise ManifestError(f"{path}: cannot read: {exc.strerror}") from None
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            raise ManifestError(f"{path}: corrupted manifest: not UTF-8 text") from None
-        return cls.loads(text, origin=str(path), verify=verify)
+        try:  # regular files only, bounded, strict UTF-8 (a FIFO or /dev/zero: one line)
+            text = read_text(path, "manifest")
+        except InputError as exc:
+            raise ManifestError(str(exc)) from None
+        return cls.loads(text, origin=shown(path), verify=verify)
 
 
 def document_json(doc: dict[str, Any]) -> str:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -21,8 +22,10 @@ from pathlib import Path
 
 from provenance.model.atomic import replace_dir
 from provenance.model.errors import ProvError
+from provenance.model.inputs import check_output, read_input, shown
+from provenance.model.redact import redact_record
 from provenance.publish import kl
-from provenance.publish.archive import is_archive, write_tar_gz
+from provenance.publish.archive import is_archive, safe_member_name, write_tar_gz
 from provenance.publish.inputs import Subject
 from provenance.publish.statement import build_statement, descriptor
 
@@ -48,16 +51,27 @@ def _json_bytes(doc) -> bytes:
     return (json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode()
 
 
+def _utf8(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:  # an undecodable byte, kept by Python as a surrogate
+        return False
+    return True
+
+
 def check_results(results: list[Path], manifest_digest: str) -> dict[str, dict]:
     """name -> KL card for each result that declares a KL figure; refuses incomplete cards."""
     names: set[str] = set()
     cards: dict[str, dict] = {}
     refusals = []
     for path in results:
-        if not path.is_file():
-            raise ProvError(f"{path}: no such result file")
+        if not os.path.lexists(path):
+            raise ProvError(f"{shown(path)}: no such result file")
         if path.name in names:
             raise ProvError(f"two results named {path.name}; rename one")
+        if safe_member_name(path.name) or not _utf8(path.name):
+            raise ProvError(f"result {shown(path)}: its name must be printable UTF-8 (it "
+                            "becomes results/NAME in the bundle and the statement)")
         names.add(path.name)
         doc = kl.read_json_object(path)
         if kl.declares_kl(doc):
@@ -71,6 +85,71 @@ def check_results(results: list[Path], manifest_digest: str) -> dict[str, dict]:
     return cards
 
 
+def check_recorded(contents: dict[Path, bytes], run, allow: bool) -> list[str]:
+    """Names of results that the run did not record as outputs. Refused unless `allow`:
+    a bundle `--run R` must not sign a file that R did not write (a later run may have
+    overwritten it)."""
+    if run is None:
+        return []
+    recorded = set(run.outputs.values())
+    odd = [p for p, data in contents.items() if "sha256:" + sha256_hex(data) not in recorded]
+    if odd and not allow:
+        details = []
+        for p in odd:
+            was = next((d for o, d in run.outputs.items() if Path(o).name == p.name), None)
+            details.append(f"{p} (the run recorded {was})" if was else str(p))
+        raise ProvError(f"run {run.run_id} did not record these results as outputs: "
+                        f"{'; '.join(details)}; publish them from the run that wrote them, "
+                        "or say --allow-unrecorded (recorded in the statement)")
+    return [f"results/{p.name}" for p in odd]
+
+
+def _check_out(out: Path, force: bool) -> None:
+    if out.exists() and not is_archive(out) and not out.is_dir():
+        raise ProvError(f"--out {out}: exists and is not a bundle directory")
+    if is_archive(out):
+        check_output(out)
+    if out.exists() and not force:
+        raise ProvError(f"{out} exists; use --force to replace it")
+    if not out.parent.is_dir():
+        raise ProvError(f"{out.parent}: no such directory")
+
+
+class _Tree:
+    """The bundle being built: each file written once, its descriptor returned."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def put(self, rel: str, data: bytes, media: str | None = None) -> dict:
+        target = self.root / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+        desc = descriptor(rel, sha256_hex(data))
+        if media:
+            desc["mediaType"] = media
+        return desc
+
+
+def _byproducts(tree: _Tree, subject: Subject, cards: dict[str, dict]) -> list[dict]:
+    """Manifest (first), run record (redacted), SBOM and KL cards."""
+    from provenance.sbom import build_bom, render
+
+    m = subject.manifest
+    hexd = m.digest().split(":", 1)[1]
+    out = [tree.put(f"manifests/{hexd}.json", m.to_json().encode(), "application/json")]
+    if subject.run is not None:
+        rec = redact_record(subject.run.record or {"run_id": subject.run.run_id})
+        out.append(tree.put(f"runs/{subject.run.run_id}.json", _json_bytes(rec),
+                            "application/json"))
+    sbom_text = render(build_bom(subject))
+    out.append(tree.put(SBOM_NAME, sbom_text.encode(), "application/vnd.cyclonedx+json"))
+    for name, card in sorted(cards.items()):
+        out.append(tree.put(f"disclosures/{name}.kl-card.json", _json_bytes(card),
+                            "application/json"))
+    return out
+
+
 def publish(
     results: list[Path],
     subject: Subject,
@@ -79,70 +158,45 @@ def publish(
     parameters: dict[str, str] | None = None,
     dependencies: dict[str, str] | None = None,
     force: bool = False,
+    allow_unrecorded: bool = False,
 ) -> Published:
-    from provenance.sbom import build_bom, render
     from provenance.sbom.build import prov_version
 
     if not results:
         raise ProvError("nothing to publish: give at least one RESULT file")
     out = Path(out)
-    if out.exists() and not force:
-        raise ProvError(f"{out} exists; use --force to replace it")
-    if not out.parent.is_dir():
-        raise ProvError(f"{out.parent}: no such directory")
+    _check_out(out, force)
     private = None
     if key_path is not None:
         from provenance.keys import load_private
 
         private = load_private(key_path)
-    m = subject.manifest
-    digest = m.digest()
-    cards = check_results(results, digest)
+    cards = check_results(results, subject.manifest.digest())
+    contents = {p: read_input(p, "result") for p in results}
+    unrecorded = check_recorded(contents, subject.run, allow_unrecorded)
 
     work = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
-        tree = work / "bundle"
-        byproducts = []
-
-        def put(rel: str, data: bytes, media: str | None = None) -> dict:
-            target = tree / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
-            desc = descriptor(rel, sha256_hex(data))
-            if media:
-                desc["mediaType"] = media
-            return desc
-
-        subjects = [put(f"results/{p.name}", p.read_bytes()) for p in results]
-        hexd = digest.split(":", 1)[1]
-        byproducts.append(put(f"manifests/{hexd}.json", m.to_json().encode(), "application/json"))
-        if subject.run is not None:
-            rec = subject.run.record or {"run_id": subject.run.run_id}
-            byproducts.append(put(f"runs/{subject.run.run_id}.json", _json_bytes(rec),
-                                  "application/json"))
-        sbom_text = render(build_bom(subject))
-        byproducts.append(put(SBOM_NAME, sbom_text.encode(), "application/vnd.cyclonedx+json"))
-        for name, card in sorted(cards.items()):
-            byproducts.append(put(f"disclosures/{name}.kl-card.json", _json_bytes(card),
-                                  "application/json"))
+        tree = _Tree(work / "bundle")
+        subjects = [tree.put(f"results/{p.name}", data) for p, data in contents.items()]
+        byproducts = _byproducts(tree, subject, cards)
         statement = build_statement(subjects, subject, byproducts, parameters or {},
-                                    dependencies or {}, prov_version())
+                                    dependencies or {}, prov_version(),
+                                    byproducts[0]["digest"]["sha256"], unrecorded)
         payload = _json_bytes(statement)
         key_id = None
         if private is not None:
             from provenance.keys import key_id as kid
             from provenance.publish.dsse import sign
 
-            envelope = sign(payload, private)
-            (tree / SIGNED_NAME).write_bytes(_json_bytes(envelope))
+            tree.put(SIGNED_NAME, _json_bytes(sign(payload, private)))
             key_id = kid(private.public_key())
         else:
-            (tree / UNSIGNED_NAME).write_bytes(payload)
-
+            tree.put(UNSIGNED_NAME, payload)
         if is_archive(out):
-            write_tar_gz(tree, out)
+            write_tar_gz(tree.root, out)
         else:
-            replace_dir(tree, out)
+            replace_dir(tree.root, out)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return Published(out, private is not None, key_id, len(subjects), len(cards))

@@ -46,26 +46,61 @@ class Opened:
     signatures: tuple[tuple[str, bytes], ...]  # (keyid, raw signature)
 
 
+_ENVELOPE_FIELDS = frozenset({"payload", "payloadType", "signatures"})
+_SIGNATURE_FIELDS = frozenset({"keyid", "sig"})
+MAX_ENVELOPE_BYTES = 64 << 20
+
+
 def _b64(text: object, what: str) -> bytes:
+    """Standard base64 in its one canonical form: the same bytes can be spelled only one
+    way, so a malleated envelope (URL-safe alphabet, junk, odd padding) is refused."""
     if not isinstance(text, str):
         raise EnvelopeError(f"{what} is not a string")
     try:
-        return base64.b64decode(text, validate=True)
+        raw = base64.b64decode(text, validate=True)
     except (binascii.Error, ValueError):
-        try:  # DSSE allows URL-safe base64 too
-            return base64.urlsafe_b64decode(text)
-        except (binascii.Error, ValueError):
-            raise EnvelopeError(f"{what} is not base64") from None
+        raise EnvelopeError(f"{what} is not standard base64") from None
+    if base64.b64encode(raw).decode("ascii") != text:
+        raise EnvelopeError(f"{what} is not canonical base64")
+    return raw
+
+
+def _no_duplicates(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    doc: dict[str, object] = {}
+    for key, value in pairs:
+        if key in doc:
+            raise EnvelopeError(f"duplicate JSON key {key!r}")
+        doc[key] = value
+    return doc
+
+
+def load_strict_json(data: bytes, what: str) -> object:
+    """JSON whose every object has unique keys (a first-wins and a last-wins parser must
+    not read two documents out of one), nested at most `json_depth` deep."""
+    from provenance.model.inputs import check_json_depth
+
+    try:
+        text = data.decode("utf-8")
+        check_json_depth(text, what)
+        return json.loads(text, object_pairs_hook=_no_duplicates)
+    except EnvelopeError:
+        raise
+    except ProvError as exc:
+        raise EnvelopeError(str(exc)) from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise EnvelopeError(f"{what} is not JSON ({exc})") from None
 
 
 def parse(data: bytes) -> Opened:
     """Validate the envelope's shape at the edge; nothing is trusted yet."""
-    try:
-        doc = json.loads(data)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise EnvelopeError(f"envelope is not JSON ({exc})") from None
+    if len(data) > MAX_ENVELOPE_BYTES:
+        raise EnvelopeError(f"envelope is over {MAX_ENVELOPE_BYTES} bytes")
+    doc = load_strict_json(data, "envelope")
     if not isinstance(doc, dict):
         raise EnvelopeError("envelope is not a JSON object")
+    unknown = sorted(set(doc) - _ENVELOPE_FIELDS)
+    if unknown:
+        raise EnvelopeError(f"envelope has unknown fields: {', '.join(unknown)}")
     ptype = doc.get("payloadType")
     if not isinstance(ptype, str):
         raise EnvelopeError("envelope has no payloadType")
@@ -77,8 +112,13 @@ def parse(data: bytes) -> Opened:
     for i, s in enumerate(sigs):
         if not isinstance(s, dict):
             raise EnvelopeError(f"signature {i} is not an object")
+        unknown = sorted(set(s) - _SIGNATURE_FIELDS)
+        if unknown:
+            raise EnvelopeError(f"signature {i} has unknown fields: {', '.join(unknown)}")
         keyid = s.get("keyid", "")
-        out.append((keyid if isinstance(keyid, str) else "", _b64(s.get("sig"), f"signature {i}")))
+        if not isinstance(keyid, str):
+            raise EnvelopeError(f"signature {i}: keyid is not a string")
+        out.append((keyid, _b64(s.get("sig"), f"signature {i}")))
     return Opened(payload, ptype, tuple(out))
 
 
@@ -88,11 +128,13 @@ def verify(opened: Opened, public_key) -> str:
 
     message = pae(opened.payload_type, opened.payload)
     kid = key_id(public_key)
-    for _claimed, sig in opened.signatures:
+    for claimed, sig in opened.signatures:
         try:
             public_key.verify(sig, message)
-            return kid
         except InvalidSignature:
             continue
+        if claimed != kid:  # the keyid is unsigned: a wrong one is a malleated envelope
+            raise EnvelopeError(f"signature verifies with {kid} but claims keyid {claimed!r}")
+        return kid
     claimed = ", ".join(k or "(no keyid)" for k, _ in opened.signatures)
     raise EnvelopeError(f"no signature verifies with key {kid} (signed by: {claimed})")

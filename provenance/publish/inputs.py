@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from provenance.model import Manifest
+from provenance.model.errors import ProvError
 from provenance.store.run_record import RunRecord
 
 
@@ -43,6 +44,8 @@ def load_run(ref: str) -> tuple[RunInfo, Manifest]:
     """A run (id or unique prefix) and its manifest from the store (`prov exec`)."""
     from provenance.store.resolve import resolve_run
 
+    if len(ref) > 256 or not ref.isprintable():
+        raise ProvError(f"--run {ref[:40]!r}...: not a run id (ids are short hex strings)")
     resolved = resolve_run(ref)
     return run_info_from_record(resolved.run.record), resolved.manifest
 

@@ -23,9 +23,21 @@ _DIRECTION = re.compile(r"^KL\(\s*\S+\s*\|\|\s*\S+\s*\)$")
 
 def read_json_object(path: Path) -> dict[str, Any] | None:
     """The file as a JSON object, or None when it is not one (then it declares no KL)."""
+    from provenance.model.inputs import LIMITS, check_json_depth, open_input
+
+    with open_input(path, "result") as fh:  # a FIFO, a device or a huge file: one line
+        data = fh.read(4096)
+        if data.lstrip()[:1] != b"{":  # not a JSON object: no need to read the rest
+            return None
+        data += fh.read(LIMITS["result"])
     try:
-        doc = json.loads(Path(path).read_bytes())
-    except (ValueError, UnicodeDecodeError, OSError):
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    check_json_depth(text, f"result {path}")  # too deep is refused, not "declares no KL"
+    try:
+        doc = json.loads(text)
+    except ValueError:
         return None
     return doc if isinstance(doc, dict) else None
 

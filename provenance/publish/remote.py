@@ -9,15 +9,20 @@ from pathlib import Path
 from provenance.publish.verify import Report, verify_bundle
 
 
-def verify_target(target: str, key: Path | None) -> Report:
+def verify_target(target: str, key: Path | None, no_signature: bool = False) -> Report:
     """Verify a bundle directory, .tar.gz, or `registry:` reference; never raises on a
-    bundle that fails verification (the report says which step failed)."""
+    bundle that fails verification (the report says which step failed). A `key` that is
+    not a public key (a private one, a FIFO, junk) is bad input and raises (exit 2)."""
+    if key is not None:
+        from provenance.keys import load_public
+
+        load_public(key)
     if target.startswith("registry:"):
-        return verify_registry_bundle(target, key)
-    return verify_bundle(target, key)
+        return verify_registry_bundle(target, key, no_signature)
+    return verify_bundle(target, key, no_signature)
 
 
-def verify_registry_bundle(text: str, key: Path | None) -> Report:
+def verify_registry_bundle(text: str, key: Path | None, no_signature: bool = False) -> Report:
     """Pull the artifact, verify the bundle, and check it names the image it hangs off."""
     import base64
     import shutil
@@ -33,7 +38,7 @@ def verify_registry_bundle(text: str, key: Path | None) -> Report:
     try:
         manifest = pull_bundle(target, tmp / "bundle.tar.gz")
         extract_tar_gz(tmp / "bundle.tar.gz", tmp / "bundle")
-        report = verify_bundle(str(tmp / "bundle"), key)
+        report = verify_bundle(str(tmp / "bundle"), key, no_signature)
         report.target = text
         subject = (manifest.get("subject") or {}).get("digest")
         first = report.steps[0]

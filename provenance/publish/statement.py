@@ -24,7 +24,12 @@ def build_statement(
     parameters: dict[str, str],
     dependencies: dict[str, str],
     prov_version: str,
+    manifest_sha256: str = "",
+    unrecorded: list[str] | None = None,
 ) -> dict[str, Any]:
+    """`manifest_sha256`: the sha256 of the bundled manifest file's bytes (a
+    ResourceDescriptor digests the resource); `unrecorded`: subjects published with
+    --allow-unrecorded although the run did not record them as outputs."""
     m = subject.manifest
     run = subject.run
     external: dict[str, Any] = {
@@ -42,12 +47,16 @@ def build_statement(
             path = by_digest.get("sha256:" + subj["digest"]["sha256"])
             if path:
                 subj["annotations"] = {"runOutput": path}
+        if unrecorded:
+            external["allowUnrecorded"] = sorted(unrecorded)
+    identity = m.digest()
     resolved = [
         descriptor(
             "manifest",
-            m.digest().split(":", 1)[1],
-            uri=f"manifests/{m.digest().split(':', 1)[1]}.json",
-            annotations={"digestOf": "canonical JSON of the manifest's identity leaves"},
+            manifest_sha256,
+            uri=f"manifests/{identity.split(':', 1)[1]}.json",
+            annotations={"identityDigest": identity,
+                         "identityDigestOf": "canonical JSON of the manifest's identity leaves"},
         )
     ]
     image = m.facts.get("image") if isinstance(m.facts.get("image"), dict) else None

@@ -1,19 +1,31 @@
 """Verify a bundle in numbered steps; each step has a verdict, the first failure decides.
 
+The bundle is a closed world: every file in it is named and hashed by the statement, and
+nothing else may be there.
+
 Steps (numbered here and in the output, like sigstore-python's verifier):
-  1. bundle opened: a directory or .tar.gz with an attestation
-  2. envelope and signature: DSSE shape, payloadType, ed25519 over PAE with --key
-  3. statement type: in-toto Statement v1, SLSA provenance v1 predicate, well-formed subjects
-  4. subjects re-hashed: every result file matches its sha256; no unlisted result files
-  5. run records and manifests: re-hashed; manifest digest recomputed and matched
-  6. SBOM: re-hashed, strictly valid CycloneDX 1.6, consistent with the manifest
+  1. bundle opened: a directory or .tar.gz (read streaming, within size bounds, gzip CRC
+     checked) of plain files only (no links, devices, duplicates) with one attestation
+  2. envelope and signature: strict DSSE (unique keys, no unknown fields, canonical
+     base64), payloadType, ed25519 over PAE with --key and the keyid it claims; without a
+     trusted key this step FAILS unless --no-signature says authenticity is not wanted
+  3. statement type: in-toto Statement v1, SLSA provenance v1 predicate, well-formed and
+     uniquely named descriptors
+  4. contents: every file in the bundle is a subject or byproduct and re-hashes to its
+     digest; subjects live under results/
+  5. run record and manifest: the manifest's identity digest recomputed; the statement's
+     command, parameters, manifest and output digests agree with the bundled run record
+  6. SBOM: strictly valid CycloneDX 1.6, and the whole component list (Python, Debian, GPU
+     stack, OS) is the one the bundled manifest gives
   7. KL disclosure cards: every result declaring a KL figure has a complete card
 """
 
 from __future__ import annotations
 
-import json
+import hashlib
+import os
 import shutil
+import stat
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,11 +33,13 @@ from typing import Any
 
 from provenance.model.errors import ProvError
 from provenance.publish import kl
-from provenance.publish.archive import extract_tar_gz, is_archive
-from provenance.publish.bundle import SBOM_NAME, SIGNED_NAME, UNSIGNED_NAME, sha256_hex
+from provenance.publish.archive import extract_tar_gz, is_archive, safe_member_name
+from provenance.publish.bundle import SBOM_NAME, SIGNED_NAME, UNSIGNED_NAME
 from provenance.publish.statement import PREDICATE_TYPE, STATEMENT_TYPE
 
 PASS, FAIL, WARN, SKIP = "pass", "FAIL", "warn", "skipped"
+NOT_AUTHENTICATED = ("authenticity NOT checked (--no-signature): the contents agree with the "
+                     "statement, but anyone could have written both")
 
 
 @dataclass
@@ -41,16 +55,23 @@ class Report:
     target: str
     steps: list[Step]
     cards: dict[str, Any] = field(default_factory=dict)
+    authenticated: bool = False
 
     @property
     def failed(self) -> Step | None:
         return next((s for s in self.steps if s.verdict == FAIL), None)
+
+    @property
+    def headline(self) -> str | None:
+        """The line to print first: a verified bundle whose signer was not checked."""
+        return NOT_AUTHENTICATED if self.failed is None and not self.authenticated else None
 
     def to_json(self) -> dict[str, Any]:
         failed = self.failed
         return {
             "bundle": self.target,
             "verified": failed is None,
+            "authenticity_checked": self.authenticated,
             "failed_step": failed.number if failed else None,
             "steps": [{"step": s.number, "name": s.name, "verdict": s.verdict,
                        "details": s.details} for s in self.steps],
@@ -73,9 +94,16 @@ class _Fail(Exception):
     pass
 
 
-def verify_bundle(target: str, key_path: Path | None = None) -> Report:
-    steps = [Step(i + 1, n) for i, n in enumerate(NAMES)]
-    report = Report(target, steps)
+def _fail(step: Step, message: str) -> None:
+    step.verdict = FAIL
+    step.details.append(message)
+    raise _Fail
+
+
+def verify_bundle(target: str, key_path: Path | None = None,
+                  no_signature: bool = False) -> Report:
+    """Verify `target`; without `key_path` only `no_signature=True` lets it pass."""
+    report = Report(target, [Step(i + 1, n) for i, n in enumerate(NAMES)])
     tmp = None
     try:
         root = Path(target)
@@ -84,9 +112,9 @@ def verify_bundle(target: str, key_path: Path | None = None) -> Report:
             try:
                 extract_tar_gz(root, tmp)
             except ProvError as exc:
-                _fail(steps[0], str(exc))
+                _fail(report.steps[0], str(exc))
             root = tmp
-        _run(report, root, key_path)
+        _Verifier(report, root, key_path, no_signature).run()
     except _Fail:
         pass
     finally:
@@ -95,198 +123,233 @@ def verify_bundle(target: str, key_path: Path | None = None) -> Report:
     return report
 
 
-def _fail(step: Step, message: str) -> None:
-    step.verdict = FAIL
-    step.details.append(message)
-    raise _Fail
+def bundle_files(root: Path) -> list[str]:
+    """Every file under `root`, relative; a link or a non-regular file is refused."""
+    out = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            path = Path(dirpath) / name
+            rel = path.relative_to(root).as_posix()
+            mode = os.lstat(path).st_mode
+            if stat.S_ISLNK(mode):
+                raise ProvError(f"{rel}: a symlink; a bundle holds plain files only")
+            if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+                raise ProvError(f"{rel}: not a plain file")
+            why = safe_member_name(rel)
+            if why:
+                raise ProvError(f"{rel!r}: {why}")
+            if stat.S_ISREG(mode):
+                out.append(rel)
+    return sorted(out)
 
 
-def _run(report: Report, root: Path, key_path: Path | None) -> None:
-    s = report.steps
-    # 1. bundle opened
-    if not root.is_dir():
-        _fail(s[0], f"{root}: not a bundle directory or .tar.gz")
-    signed_path, unsigned_path = root / SIGNED_NAME, root / UNSIGNED_NAME
-    if not signed_path.is_file() and not unsigned_path.is_file():
-        _fail(s[0], f"no {SIGNED_NAME} or {UNSIGNED_NAME} in the bundle")
-    s[0].verdict = PASS
-
-    # 2. envelope and signature
-    if signed_path.is_file():
-        from provenance.publish.dsse import INTOTO_PAYLOAD_TYPE, EnvelopeError, parse, verify
-
-        try:
-            opened = parse(signed_path.read_bytes())
-        except EnvelopeError as exc:
-            _fail(s[1], f"malformed DSSE envelope: {exc}")
-        if opened.payload_type != INTOTO_PAYLOAD_TYPE:
-            _fail(s[1], f"payloadType is {opened.payload_type!r}, not {INTOTO_PAYLOAD_TYPE}")
-        payload = opened.payload
-        if key_path is None:
-            s[1].verdict = WARN
-            claimed = ", ".join(k for k, _ in opened.signatures)
-            s[1].details.append(f"signed by {claimed}; signature NOT checked (give --key PUB)")
-        else:
-            from provenance.keys import load_public
-
-            try:
-                kid = verify(opened, load_public(key_path))
-            except EnvelopeError as exc:
-                _fail(s[1], str(exc))
-            s[1].verdict = PASS
-            s[1].details.append(f"ed25519 signature over DSSE PAE verifies with {kid}")
-    else:
-        payload = unsigned_path.read_bytes()
-        if key_path is not None:
-            _fail(s[1], "bundle is UNSIGNED, but --key was given")
-        s[1].verdict = WARN
-        s[1].details.append("bundle is UNSIGNED: contents are checked, authorship is not")
-
-    # 3. statement type
-    try:
-        statement = json.loads(payload)
-    except (ValueError, UnicodeDecodeError) as exc:
-        _fail(s[2], f"statement is not JSON ({exc})")
-    if not isinstance(statement, dict) or statement.get("_type") != STATEMENT_TYPE:
-        _fail(s[2], f"_type is not {STATEMENT_TYPE}")
-    if statement.get("predicateType") != PREDICATE_TYPE:
-        _fail(s[2], f"predicateType is {statement.get('predicateType')!r}, not {PREDICATE_TYPE}")
-    subjects = statement.get("subject")
-    predicate = statement.get("predicate")
-    if not isinstance(subjects, list) or not subjects or not all(_is_descriptor(x)
-                                                                  for x in subjects):
-        _fail(s[2], "subject must be a non-empty list of {name, digest: {sha256}}")
-    if not isinstance(predicate, dict):
-        _fail(s[2], "predicate is not an object")
-    try:
-        build = predicate["buildDefinition"]
-        resolved = build["resolvedDependencies"]
-        byproducts = predicate["runDetails"]["byproducts"]
-        assert isinstance(resolved, list) and isinstance(byproducts, list)
-        assert all(_is_descriptor(b) for b in byproducts)
-    except (KeyError, TypeError, AssertionError):
-        _fail(s[2], "predicate lacks buildDefinition.resolvedDependencies or runDetails.byproducts")
-    s[2].verdict = PASS
-    s[2].details.append(f"{STATEMENT_TYPE}, {PREDICATE_TYPE}, {len(subjects)} subjects")
-
-    # 4. subjects re-hashed
-    listed = set()
-    for subj in subjects:
-        name = subj["name"]
-        listed.add(name)
-        problem = _rehash(root, name, subj["digest"]["sha256"])
-        if problem:
-            _fail(s[3], problem)
-        s[3].details.append(f"{name} sha256:{subj['digest']['sha256'][:16]}… ok")
-    results_dir = root / "results"
-    extra = sorted(
-        p.relative_to(root).as_posix() for p in results_dir.rglob("*") if p.is_file()
-    ) if results_dir.is_dir() else []
-    unlisted = [p for p in extra if p not in listed]
-    if unlisted:
-        _fail(s[3], f"result files not covered by the statement: {', '.join(unlisted)}")
-    s[3].verdict = PASS
-
-    # 5. run records and manifests
-    by_name = {b["name"]: b for b in byproducts}
-    manifest_dep = next((d for d in resolved if isinstance(d, dict)
-                         and d.get("name") == "manifest"), None)
-    if manifest_dep is None:
-        _fail(s[4], "statement names no manifest in resolvedDependencies")
-    claimed_digest = "sha256:" + str(manifest_dep.get("digest", {}).get("sha256", ""))
-    manifest_rel = str(manifest_dep.get("uri", ""))
-    for name in sorted(by_name):
-        if name.startswith(("runs/", "manifests/")):
-            problem = _rehash(root, name, by_name[name]["digest"]["sha256"])
-            if problem:
-                _fail(s[4], problem)
-            s[4].details.append(f"{name} re-hashed ok")
-    if manifest_rel not in by_name:
-        _fail(s[4], f"manifest {manifest_rel} is not among the statement's byproducts")
-    from provenance.model import Manifest, ManifestError
-
-    try:
-        manifest = Manifest.read(root / manifest_rel)
-    except ManifestError as exc:
-        _fail(s[4], str(exc))
-    if manifest.digest() != claimed_digest:
-        _fail(s[4], f"manifest digest recomputed as {manifest.digest()}, statement says "
-                    f"{claimed_digest}")
-    s[4].details.append(f"manifest digest recomputed: {claimed_digest}")
-    s[4].verdict = PASS
-
-    # 6. SBOM
-    if SBOM_NAME not in by_name:
-        _fail(s[5], f"{SBOM_NAME} is not among the statement's byproducts")
-    problem = _rehash(root, SBOM_NAME, by_name[SBOM_NAME]["digest"]["sha256"])
-    if problem:
-        _fail(s[5], problem)
-    sbom_text = (root / SBOM_NAME).read_text(encoding="utf-8", errors="replace")
-    from provenance.sbom import validate
-
-    try:
-        validate(sbom_text)
-    except ProvError as exc:
-        _fail(s[5], str(exc))
-    for problem in _sbom_consistency(json.loads(sbom_text), manifest):
-        _fail(s[5], problem)
-    s[5].verdict = PASS
-    s[5].details.append("strictly valid CycloneDX 1.6; manifest digest and Python packages agree")
-
-    # 7. KL disclosure cards
-    s[6].verdict = PASS
-    for subj in subjects:
-        doc = kl.read_json_object(root / subj["name"])
-        if not kl.declares_kl(doc):
-            continue
-        short = subj["name"].split("/", 1)[-1]
-        issues = kl.problems(doc.get("kl_disclosure"), claimed_digest)
-        if issues:
-            _fail(s[6], kl.missing_summary(subj["name"], issues))
-        card_rel = f"disclosures/{short}.kl-card.json"
-        if card_rel not in by_name:
-            _fail(s[6], f"{card_rel} is not among the statement's byproducts")
-        problem = _rehash(root, card_rel, by_name[card_rel]["digest"]["sha256"])
-        if problem:
-            _fail(s[6], problem)
-        report.cards[subj["name"]] = doc["kl_disclosure"]
-        s[6].details.append(f"{subj['name']}: all nine items disclosed")
-    if not report.cards:
-        s[6].details.append("no result declares a KL figure")
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
 
 
 def _is_descriptor(x: Any) -> bool:
     return (isinstance(x, dict) and isinstance(x.get("name"), str)
             and isinstance(x.get("digest"), dict)
-            and isinstance(x["digest"].get("sha256"), str))
+            and isinstance(x["digest"].get("sha256"), str)
+            and len(x["digest"]["sha256"]) == 64
+            and all(c in "0123456789abcdef" for c in x["digest"]["sha256"]))
 
 
-def _rehash(root: Path, rel: str, expected_hex: str) -> str | None:
-    if rel.startswith("/") or ".." in Path(rel).parts:
-        return f"{rel}: unsafe path in statement"
-    path = root / rel
-    if not path.is_file():
-        return f"{rel}: listed in the statement but missing from the bundle"
-    actual = sha256_hex(path.read_bytes())
-    if actual != expected_hex:
-        return f"{rel}: sha256 is {actual}, statement says {expected_hex}"
-    return None
+class _Verifier:
+    """One verification: each `stepN` method fills its step or fails it."""
 
+    def __init__(self, report: Report, root: Path, key_path: Path | None,
+                 no_signature: bool) -> None:
+        self.report, self.root, self.s = report, root, report.steps
+        self.key_path, self.no_signature = key_path, no_signature
 
-def _sbom_consistency(doc: dict[str, Any], manifest) -> list[str]:
-    from provenance.sbom.metadata import normalize
+    def run(self) -> None:
+        self.step1_opened()
+        self.step2_envelope()
+        self.step3_statement()
+        self.step4_contents()
+        self.step5_run_and_manifest()
+        self.step6_sbom()
+        self.step7_cards()
 
-    digest = manifest.digest()
-    props = {p.get("name"): p.get("value") for p in doc.get("metadata", {}).get("properties", [])}
-    out = []
-    if props.get("prov:manifest-digest") != digest:
-        out.append(f"SBOM names manifest {props.get('prov:manifest-digest')}, bundle has {digest}")
-    pkgs = manifest.get("python.packages") or {}
-    want = {(normalize(str(v.get("name", k))), str(v["version"])) for k, v in pkgs.items()
-            if isinstance(v, dict) and "version" in v}
-    have = {(c["name"], c.get("version")) for c in doc.get("components", [])
-            if str(c.get("purl", "")).startswith("pkg:pypi/")}
-    if want != have:
-        out.append(f"SBOM Python components differ from the manifest: "
-                   f"{len(want - have)} missing, {len(have - want)} extra")
-    return out
+    # 1. bundle opened
+    def step1_opened(self) -> None:
+        s = self.s[0]
+        if not self.root.is_dir():
+            _fail(s, f"{self.root}: not a bundle directory or .tar.gz")
+        try:
+            self.files = bundle_files(self.root)
+        except (ProvError, OSError) as exc:
+            _fail(s, str(exc))
+        attestations = [n for n in (SIGNED_NAME, UNSIGNED_NAME) if n in self.files]
+        if len(attestations) != 1:
+            _fail(s, f"a bundle holds exactly one of {SIGNED_NAME} or {UNSIGNED_NAME} "
+                     f"(found {len(attestations)})")
+        self.attestation = attestations[0]
+        s.verdict = PASS
+        s.details.append(f"{len(self.files)} plain files, attestation {self.attestation}")
+
+    # 2. envelope and signature
+    def step2_envelope(self) -> None:
+        from provenance.model.inputs import read_input
+        from provenance.publish.dsse import INTOTO_PAYLOAD_TYPE, EnvelopeError, parse, verify
+
+        s = self.s[1]
+        data = read_input(self.root / self.attestation, "json")
+        if self.attestation == UNSIGNED_NAME:
+            self.payload = data
+            if self.key_path is not None:
+                _fail(s, "bundle is UNSIGNED, but --key was given")
+            self._unauthenticated(s, "bundle is UNSIGNED: contents are checked, authorship "
+                                     "is not")
+            return
+        try:
+            opened = parse(data)
+        except EnvelopeError as exc:
+            _fail(s, f"malformed DSSE envelope: {exc}")
+        if opened.payload_type != INTOTO_PAYLOAD_TYPE:
+            _fail(s, f"payloadType is {opened.payload_type!r}, not {INTOTO_PAYLOAD_TYPE}")
+        self.payload = opened.payload
+        if self.key_path is None:
+            claimed = ", ".join(k for k, _ in opened.signatures)
+            self._unauthenticated(s, f"signed by {claimed}; signature NOT checked")
+            return
+        from provenance.keys import load_public
+
+        try:
+            kid = verify(opened, load_public(self.key_path))
+        except EnvelopeError as exc:
+            _fail(s, str(exc))
+        s.verdict = PASS
+        self.report.authenticated = True
+        s.details.append(f"ed25519 signature over DSSE PAE verifies with {kid}")
+
+    def _unauthenticated(self, s: Step, what: str) -> None:
+        if not self.no_signature:
+            _fail(s, f"{what}: give --key PUB (the signer's public key), or --no-signature "
+                     "to check the contents without knowing who wrote them")
+        s.verdict = WARN
+        s.details.append(f"{what} (--no-signature)")
+
+    # 3. statement type
+    def step3_statement(self) -> None:
+        from provenance.publish.dsse import EnvelopeError, load_strict_json
+
+        s = self.s[2]
+        try:
+            st = load_strict_json(self.payload, "statement")
+        except EnvelopeError as exc:
+            _fail(s, str(exc))
+        if not isinstance(st, dict) or st.get("_type") != STATEMENT_TYPE:
+            _fail(s, f"_type is not {STATEMENT_TYPE}")
+        if st.get("predicateType") != PREDICATE_TYPE:
+            _fail(s, f"predicateType is {st.get('predicateType')!r}, not {PREDICATE_TYPE}")
+        subjects, predicate = st.get("subject"), st.get("predicate")
+        if not isinstance(subjects, list) or not subjects or not all(map(_is_descriptor,
+                                                                         subjects)):
+            _fail(s, "subject must be a non-empty list of {name, digest: {sha256: HEX}}")
+        try:
+            build = predicate["buildDefinition"]
+            resolved, byproducts = build["resolvedDependencies"], \
+                predicate["runDetails"]["byproducts"]
+            assert isinstance(resolved, list) and isinstance(byproducts, list)
+            assert all(map(_is_descriptor, byproducts)) and all(isinstance(d, dict)
+                                                                 for d in resolved)
+        except (KeyError, TypeError, AssertionError):
+            _fail(s, "predicate lacks well-formed buildDefinition.resolvedDependencies or "
+                     "runDetails.byproducts")
+        names = [d["name"] for d in subjects + byproducts]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            _fail(s, f"named twice in the statement: {', '.join(dupes)}")
+        bad = [n for n in names if safe_member_name(n)]
+        if bad:
+            _fail(s, f"unsafe path in statement: {bad[0]!r}")
+        self.statement, self.subjects, self.byproducts = st, subjects, byproducts
+        self.resolved, self.external = resolved, build.get("externalParameters") or {}
+        s.verdict = PASS
+        s.details.append(f"{STATEMENT_TYPE}, {PREDICATE_TYPE}, {len(subjects)} subjects")
+
+    # 4. contents: the closed world
+    def step4_contents(self) -> None:
+        s = self.s[3]
+        listed = {d["name"]: d["digest"]["sha256"] for d in self.subjects + self.byproducts}
+        outside = [d["name"] for d in self.subjects if not d["name"].startswith("results/")]
+        if outside:
+            _fail(s, f"subject {outside[0]} is not under results/")
+        present = set(self.files) - {self.attestation}
+        unlisted = sorted(present - set(listed))
+        if unlisted:
+            _fail(s, f"files not covered by the statement: {', '.join(unlisted)}")
+        missing = sorted(set(listed) - present)
+        if missing:
+            _fail(s, f"{missing[0]}: listed in the statement but missing from the bundle")
+        for name, want in sorted(listed.items()):
+            got = sha256_file(self.root / name)
+            if got != want:
+                _fail(s, f"{name}: sha256 is {got}, statement says {want}")
+        for d in self.subjects:
+            s.details.append(f"{d['name']} sha256:{d['digest']['sha256']} ok")
+        s.details.append(f"{len(self.byproducts)} byproducts re-hashed ok; no unlisted files")
+        s.verdict = PASS
+
+    # 5. run record and manifest
+    def step5_run_and_manifest(self) -> None:
+        from provenance.publish.consistency import check_manifest, check_run_record
+
+        s = self.s[4]
+        try:
+            self.manifest, self.manifest_digest = check_manifest(self.root, self.resolved,
+                                                                 self.byproducts)
+            s.details.append(f"manifest identity digest recomputed: {self.manifest_digest}")
+            for line in check_run_record(self.root, self.statement, self.manifest_digest):
+                s.details.append(line)
+        except ProvError as exc:
+            _fail(s, str(exc))
+        s.verdict = PASS
+
+    # 6. SBOM
+    def step6_sbom(self) -> None:
+        from provenance.publish.consistency import check_sbom
+
+        s = self.s[5]
+        if SBOM_NAME not in {d["name"] for d in self.byproducts}:
+            _fail(s, f"{SBOM_NAME} is not among the statement's byproducts")
+        try:
+            s.details.append(check_sbom(self.root, self.manifest, self.statement))
+        except ProvError as exc:
+            _fail(s, str(exc))
+        s.verdict = PASS
+
+    # 7. KL disclosure cards
+    def step7_cards(self) -> None:
+        s = self.s[6]
+        names = {d["name"] for d in self.byproducts}
+        s.verdict = PASS
+        for subj in self.subjects:
+            doc = kl.read_json_object(self.root / subj["name"])
+            if not kl.declares_kl(doc):
+                continue
+            assert doc is not None
+            issues = kl.problems(doc.get("kl_disclosure"), self.manifest_digest)
+            if issues:
+                _fail(s, kl.missing_summary(subj["name"], issues))
+            card_rel = f"disclosures/{subj['name'].split('/', 1)[-1]}.kl-card.json"
+            if card_rel not in names:
+                _fail(s, f"{card_rel} is not among the statement's byproducts")
+            from provenance.model.inputs import InputError, read_json
+
+            try:
+                card = read_json(self.root / card_rel, "json")
+            except InputError as exc:
+                _fail(s, str(exc))
+            if card != doc["kl_disclosure"]:
+                _fail(s, f"{card_rel} is not the card inside {subj['name']}")
+            self.report.cards[subj["name"]] = doc["kl_disclosure"]
+            s.details.append(f"{subj['name']}: all nine items disclosed")
+        if not self.report.cards:
+            s.details.append("no result declares a KL figure")

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from provenance.model.inputs import read_json
 from provenance.report import series as ser
 from provenance.report import textview
 from provenance.report.sources import Loaded
@@ -70,11 +71,11 @@ def _worker_meta(loaded: Loaded, side: str, run_id: str | None) -> dict | None:
     rec = loaded.records.get(run_id or "")
     found = declared_output(rec, "run.json") if rec else None
     if found is not None:
-        return json.loads(found.read_text())
+        return read_json(found, "json")
     if loaded.path is not None:
         p = loaded.path.parent / f".{loaded.path.name}.work" / side / "run.json"
         if p.is_file():
-            return json.loads(p.read_text())
+            return read_json(p, "json")
     return None
 
 
@@ -164,7 +165,11 @@ def repeat_rows(doc: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 def run_rows(rec: dict[str, Any]) -> list[tuple[str, str]]:
-    cmd = rec.get("command")
+    from provenance.model.redact import redact_argv, redact_command_text
+
+    cmd = rec.get("command")  # redacted again: a record from an older store may not be
+    cmd = redact_argv([str(a) for a in cmd]) if isinstance(cmd, list) else (
+        redact_command_text(cmd) if isinstance(cmd, str) else cmd)
     return [(k, str(v)) for k, v in (
         ("run", rec.get("run_id")), ("name", rec.get("name")), ("state", rec.get("state")),
         ("command", " ".join(cmd) if isinstance(cmd, list) else cmd),

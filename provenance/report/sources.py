@@ -12,7 +12,6 @@ The store is only read: a target that names nothing gives one clear error.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -101,9 +100,11 @@ def _load_result(path: Path, target: str, store_path: str | None) -> Loaded:
 def _sweep_file(path: Path) -> Path | None:
     cand = path / "sweep.json" if path.is_dir() else path
     if cand.is_file() and cand.suffix == ".json":
+        from provenance.model.inputs import InputError, read_json
+
         try:
-            head = json.loads(cand.read_text())
-        except (OSError, ValueError):
+            head = read_json(cand, "json")
+        except InputError:
             return None
         if isinstance(head, dict) and (str(head.get("format", "")).startswith("prov-sweep")
                                        or head.get("kind") == "prov.sweep"):
@@ -129,7 +130,7 @@ def load(target: str, store_path: str | None = None) -> Loaded:
         sweep = _sweep_file(path)
         if sweep is not None:
 
-            return Loaded("sweep", target, _sweep_doc(json.loads(sweep.read_text()), sweep),
+            return Loaded("sweep", target, _sweep_doc(_read_json(sweep), sweep),
                           path=sweep)
         raise ProvError(f"{target}: neither a prov-result/1 directory nor a sweep record")
     stores = _stores(store_path, None)
@@ -183,9 +184,15 @@ def _analyse_scores(ld: Loaded, run_ids: list) -> None:
     pieces = textview.token_pieces(textview.model_from_records(ld.records), ids)
     decode = (lambda a, b: "".join(pieces[a:b])) if pieces is not None else None
     summary, arrays = api.analyse(ref, cand, ids, decode)
-    engines = [json.loads(m.read_text()).get("config", {}) if m else {} for m in metas]
+    engines = [_read_json(m).get("config", {}) if m else {} for m in metas]
     ld.arrays = arrays
     ld.doc.update({"summary": summary, "engines": engines,
                    "runs": {"reference": run_ids[0], "candidate": run_ids[1]},
                    "comparison": {"gate": "passed" if ld.comparison.get("comparable")
                                   else "refused"}})
+
+
+def _read_json(path: Path) -> Any:
+    from provenance.model.inputs import read_json
+
+    return read_json(path, "json")

@@ -3,7 +3,6 @@ wrote (given with --sbom / --audit, or found beside a result as sbom*.json, audi
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -12,10 +11,9 @@ from provenance.model.errors import ProvError
 
 
 def _read(path: Path) -> dict[str, Any]:
-    try:
-        doc = json.loads(Path(path).read_text())
-    except (OSError, ValueError) as exc:
-        raise ProvError(f"{path}: not a readable JSON document: {exc}") from None
+    from provenance.model.inputs import read_json
+
+    doc = read_json(path, "json")  # one line for a FIFO, junk, or a 100k-deep document
     if not isinstance(doc, dict):
         raise ProvError(f"{path}: not a JSON object")
     return doc

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from provenance.model.redact import redact_argv
+from provenance.model.redact import redact_argv, redact_value
 from provenance.publish.inputs import Subject
 from provenance.sbom import components as comp
 from provenance.sbom.metadata import marker_environment, read_installed, resolve_requires
@@ -126,7 +126,18 @@ def build_bom(
             bom.register_dependency(c, [])
     bom.register_dependency(root, [*py, *debs, *others])
     meta.properties.add(_prop("prov:dependency-graph", note))
+    _redact_properties([meta, *bom.components])
     return BuiltBom(bom=bom, formulation=_formulation(subject), graph_note=note)
+
+
+def _redact_properties(holders: list) -> None:
+    """Every property value through the one redaction pass (`prov:direct-url:url`, image
+    labels, a command): the SBOM is published, so nothing secret may ride in it."""
+    for holder in holders:
+        for prop in holder.properties:
+            clean = redact_value(prop.name.rsplit(":", 1)[-1], prop.value or "")
+            if clean != prop.value:
+                prop.value = clean
 
 
 def _run_properties(subject: Subject) -> list:

@@ -55,7 +55,6 @@ def licenses_for(info: DistInfo | None) -> list:
 
 
 def python_components(packages: dict[str, Any], info: dict[str, DistInfo]) -> list:
-    from cyclonedx.model import HashAlgorithm, HashType
     from cyclonedx.model.component import Component, ComponentType
     from packageurl import PackageURL
 
@@ -70,9 +69,9 @@ def python_components(packages: dict[str, Any], info: dict[str, DistInfo]) -> li
         hashes, props = [], [_prop("prov:manifest-key", join_key(["python", "packages", key]))]
         fp = _sha256_hex(entry.get("fingerprint"))
         if fp:
-            # prov's content fingerprint: sha256 over the sorted RECORD rows of the wheel's
-            # own files; two installs of one wheel agree (see collectors/python_env.py).
-            hashes.append(HashType(alg=HashAlgorithm.SHA_256, content=fp))
+            # prov's content fingerprint (sha256 over the wheel's sorted RECORD rows) is not
+            # the hash of any artifact, so it is a property; CycloneDX `hashes` are for
+            # artifact bytes only, and an installed tree has no wheel file to hash.
             props.append(_prop("prov:fingerprint", entry["fingerprint"]))
         record = entry.get("record_sha256")
         if _sha256_hex(record):

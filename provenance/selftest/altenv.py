@@ -15,6 +15,8 @@ import sys
 import sysconfig
 from pathlib import Path
 
+from provenance.model.atomic import replace_dir
+
 CANDIDATES = ("2.2.6", "2.3.5", "2.4.6")
 
 
@@ -48,8 +50,7 @@ def ensure_alt_env(directory: Path) -> Path:
         raise RuntimeError(f"pip install numpy=={want} failed: {proc.stderr.strip()[-400:]}")
     _link_base(site)
     (tmp / "prov-selftest-numpy").write_text(want + "\n")
-    shutil.rmtree(directory, ignore_errors=True)
-    os.replace(tmp, directory)
+    replace_dir(tmp, directory)
     return python
 
 

@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from provenance.model.atomic import replace_dir
 from provenance.selftest.matrix import Perturbation
 
 OTHER_HOSTNAME = "prov-selftest-other-host"
@@ -89,7 +90,7 @@ class Runner:
             tmp = self.workdir / ".model-tmp"
             shutil.rmtree(tmp, ignore_errors=True)
             shutil.copytree(model, tmp)
-            os.replace(tmp, self.model)
+            replace_dir(tmp, self.model)
         self.store = self.workdir / "store"
         self.device = device
         self.alt_python = alt_python

@@ -12,6 +12,7 @@ from typing import Any
 
 from provenance.model import Manifest, ManifestError
 from provenance.model.errors import ProvError
+from provenance.model.redact import redact_record, store_key
 from provenance.store import index as idx
 from provenance.store.manifests import run_manifest
 from provenance.store.objects import ObjectStore, StreamWriter, split_digest
@@ -219,6 +220,9 @@ class Store:
 
     # -- runs -------------------------------------------------------------------
     def _put_record(self, doc: dict[str, Any], extra_objects=(), manifest=None) -> str:
+        self._ensure_layout()
+        # the one backstop: whatever a caller put in a record, no secret is stored
+        doc = redact_record(doc, store_key(self.root))
         data = encode(doc)
         digest = self.objects.put_bytes(data)
         with idx.transaction(self.db) as conn:

@@ -26,7 +26,7 @@ from runners.execute import execute
 from runners.fingerprint import model_digest
 from runners.launch import supervised
 from runners.prepare import Prepared
-from runners.repeat import compare_runs
+from runners.repeat import compare_repeats
 
 CELL_DIR_PREFIX = "prov-sweep-cell-"
 
@@ -101,7 +101,7 @@ def run_cell(p: dict[str, Any], store_root: str | None = None,
                                     p["block"], launcher))
         finally:
             os.chdir(old)
-        verdict = compare_runs(runs, p["block"]) if len(runs) > 1 else \
+        verdict = compare_repeats(runs, p["block"]) if len(runs) > 1 else \
             {"verdict": "not run (1 repeat)"}
         scores = store.put_bytes(
             (tmp / "work" / f"sweep-{p['cell_id']}-r0" / "scores.npz").read_bytes(),

@@ -41,7 +41,6 @@ third cell because of a typo in the spec wastes a cluster.
 from __future__ import annotations
 
 import hashlib
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -222,10 +221,12 @@ def _vary(doc: dict, where: str) -> list[str]:
 
 def parse_spec(text: str, where: str = "spec", base: Path | None = None) -> SweepSpec:
     base = base or Path.cwd()
+    from provenance.model.inputs import InputError, parse_toml
+
     try:
-        doc = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise SpecError(f"{where}: not valid TOML ({exc})") from None
+        doc = parse_toml(text, where)  # depth-limited: a 100k-deep spec is one line
+    except InputError as exc:
+        raise SpecError(str(exc)) from None
     _unknown(doc, TOP_KEYS, where)
     sw, engine = _sweep_table(doc, where)
     axes = _axes(doc, where)
@@ -265,12 +266,14 @@ def _engine_spec(engine: str, options: dict[str, Any], where: str) -> EngineConf
 
 def load_spec(path: Path) -> SweepSpec:
     path = Path(path)
+    from provenance.model.inputs import InputError, read_text
+
+    if not path.exists():
+        raise SpecError(f"{path}: no such spec file")
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise SpecError(f"{path}: no such spec file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SpecError(f"{path}: unreadable ({exc})") from None
+        text = read_text(path, "spec")
+    except InputError as exc:
+        raise SpecError(str(exc)) from None
     spec = parse_spec(text, str(path), path.resolve().parent)
     spec.path = path
     return spec

@@ -24,12 +24,12 @@ class WorkstreamError(ProvError, ValueError):
 
 def load_workstream(path: Path | str) -> Workstream:
     path = Path(path)
+    from provenance.model.inputs import InputError, read_json
+
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise WorkstreamError(f"{path}: cannot read: {exc.strerror or exc}") from exc
-    except ValueError as exc:
-        raise WorkstreamError(f"{path}: not JSON: {exc}") from exc
+        doc = read_json(path, "json")
+    except InputError as exc:
+        raise WorkstreamError(str(exc)) from None
     return parse_workstream(doc, str(path))
 
 

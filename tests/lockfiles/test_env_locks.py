@@ -119,7 +119,7 @@ def test_bad_locks_are_clear_errors(venv, tmp_path):
     assert lock_venv(venv, good).returncode == 0
     text = good.read_text()
     cases = {
-        "pylock.broken.toml": (text[:300] + "\n[[[", "malformed TOML"),
+        "pylock.broken.toml": (text[:300] + "\n[[[", "not valid TOML"),
         "pylock.future.toml": (text.replace('lock-version = "1.0"', 'lock-version = "2.0"'),
                                "lock-version '2.0' is not supported"),
         "pylock.windows.toml": (text.replace("sys_platform == 'linux'", "sys_platform == 'win32'"),

@@ -139,13 +139,13 @@ def test_repeats_compare_hidden_state_runs(prepared, tmp_path):
     assert {"final_norm", "logits_sampled"} <= set(digests) and "logits" not in digests
     assert out.verdict["layers"] == len(digests)
     # a differing block is sized on the hidden states (hidden-state runs keep no scores)
-    from runners.repeat import compare_runs
+    from runners.repeat import compare_repeats
 
     other = dataclasses.replace(out.runs[1], meta=json.loads(json.dumps(out.runs[1].meta)))
     other.meta["digests"]["final_norm"][1] = "changed"
     other.final_hidden = out.runs[1].final_hidden.copy()
     other.final_hidden[300, 0] ^= 1 << 14  # a high bit of one bf16 value in block 1
-    v = compare_runs([out.runs[0], other], 256)
+    v = compare_repeats([out.runs[0], other], 256)
     assert (v["verdict"], v["layer"], v["block"], v["positions"]) == \
         ("differs", "final_norm", 1, [256, 383])
     assert v["final_hidden_max_abs_diff_in_block"] > 0 and \

@@ -131,12 +131,13 @@ def test_unknown_tool_prov_key_is_an_error_naming_it(tmp_path):
 
 
 def test_refusal_suggests_the_threads_preset():
-    from provenance.gate.check import suggest_presets
+    from provenance.gate import suggest_presets
 
     a = manifest()
     b = manifest(env={"OMP_NUM_THREADS": "8"})
     r = gate(a, b, [])
-    assert suggest_presets(r.refused, GateConfig()) == {"threads": 1}
+    keys = [c.key for c in r.refused]
+    assert suggest_presets(GateConfig().presets, keys) == {"threads": ["env.OMP_NUM_THREADS"]}
     assert gate(a, b, ["threads"]).ok
 
 

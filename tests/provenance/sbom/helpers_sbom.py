@@ -87,16 +87,22 @@ def sample_manifest(**kw) -> Manifest:
 
 
 def sample_run(manifest: Manifest) -> RunInfo:
-    return RunInfo(
-        run_id="r-20261101-0001",
-        argv=("python", "bench.py", "--model", "m", "--api-key", "sk-live-abcdefghijklmnop"),
-        started="2026-11-01T10:00:00Z",
-        ended="2026-11-01T10:05:00Z",
-        exit_status=0,
-        manifest_digest=manifest.digest(),
-        outputs={"out/kl.json": "sha256:" + "61" * 32},
-        record={"run_id": "r-20261101-0001", "status": "finished"},
-    )
+    """A run shaped as the store records it (the record is what a bundle ships)."""
+    from provenance.publish.inputs import run_info_from_record
+    from provenance.store.run_record import RunRecord
+
+    return run_info_from_record(RunRecord.from_doc({
+        "run_id": "r-20261101-0001",
+        "state": "complete",
+        "command": ["python", "bench.py", "--model", "m", "--api-key",
+                    "sk-live-abcdefghijklmnop"],
+        "started_at": "2026-11-01T10:00:00Z",
+        "ended_at": "2026-11-01T10:05:00Z",
+        "exit_status": 0,
+        "manifest": "sha256:" + "5e" * 32,
+        "manifest_digest": manifest.digest(),
+        "outputs": {"out/kl.json": {"type": "file", "digest": "sha256:" + "61" * 32}},
+    }))
 
 
 def sample_subject(with_run: bool = True) -> Subject:

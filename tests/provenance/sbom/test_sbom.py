@@ -86,7 +86,10 @@ def test_licenses_and_hashes_from_installed_metadata(own_env):
     _, doc, _ = own_env
     by_name = {c["name"]: c for c in doc["components"] if "pkg:pypi" in c.get("purl", "")}
     assert by_name["requests"]["licenses"]  # requests declares Apache-2.0
-    assert by_name["requests"]["hashes"][0]["alg"] == "SHA-256"
+    # The RECORD fingerprint is a property; `hashes` are artifact (wheel/file) hashes only.
+    assert "hashes" not in by_name["requests"]
+    fp = {p["name"]: p["value"] for p in by_name["requests"]["properties"]}["prov:fingerprint"]
+    assert fp.startswith("sha256:")
     props = {p["name"] for p in doc["metadata"]["properties"]}
     assert "prov:dependency-graph" in props
 

@@ -1,0 +1,96 @@
+"""The code a run actually ran: its command line, its script, the files of every module
+imported, checked against the RECORD of the distribution that installed them.
+
+An in-place edit of an imported dependency (version and RECORD unchanged) shows as
+`code.modules.<dist>.edited.<file>`; the hashes are cached by (device, inode, size,
+mtime), so an unchanged environment costs stats, not reads. Files of the interpreter's
+own standard library are not checked (the interpreter build is in the snapshot).
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+from collections.abc import Sequence
+from typing import Any
+
+from provenance.exec.probe.installed import Installed, site_root
+from provenance.exec.probe.processes import Process
+
+
+def _placeholder(arg: str, places: dict[str, str]) -> str:
+    """`--out=/x/run3` -> `--out=<output>` where /x/run3 is a declared output."""
+    flag, eq, value = arg.partition("=") if arg.startswith("-") else ("", "", arg)
+    for path, name in places.items():
+        if value == path or value.startswith(path + os.sep):
+            return flag + eq + name + value[len(path):]
+    return arg
+
+
+def command_facts(command: Sequence[str] | None,
+                  places: dict[str, str] | None = None) -> list[str] | None:
+    """The command line as typed, its program named by basename (paths differ by copy).
+
+    `places` maps paths to the names they are written as: where a run writes its declared
+    outputs (`prov exec --output`) and its run directory say where results go, not how
+    they are computed, and differ for every run by design."""
+    argv = list(command or [])
+    if not argv:
+        return None
+    from provenance.model.redact import redact_argv
+
+    argv = [_placeholder(str(a), places or {}) for a in redact_argv(argv)]
+    return [os.path.basename(argv[0]), *argv[1:]]
+
+
+def script_facts(main: Process | None, hasher) -> dict[str, Any] | None:
+    if main is None or not main.script or not isinstance(main.script.get("path"), str):
+        return None
+    path = main.script["path"]
+    _size, digest = hasher.hash(path)
+    out: dict[str, Any] = {"path": path, "sha256": digest}
+    try:
+        st = os.stat(path)
+        seen = [main.script.get(k) for k in ("size", "mtime_ns", "inode", "device")]
+        if seen != [st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev]:
+            out["changed_during_run"] = True
+    except OSError:
+        out["changed_during_run"] = True
+    return out
+
+
+def _matches_record(digest: str, record_hash: str) -> bool | None:
+    """None when RECORD states no sha256 for the file (RECORD itself, .pyc)."""
+    algo, _, value = record_hash.partition("=")
+    if algo != "sha256" or not digest.startswith("sha256:"):
+        return None
+    raw = bytes.fromhex(digest[len("sha256:"):])
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode() == value
+
+
+def module_facts(processes: list[Process], installed: Installed, hasher) -> dict[str, Any]:
+    """`code.modules.<dist>` for every distribution whose files a process imported, and
+    `code.unrecorded.<file>` for imported files in site-packages that no RECORD lists."""
+    files = sorted({f for p in processes for f in p.modules.values() if os.path.isfile(f)})
+    dists: dict[str, dict[str, Any]] = {}
+    unrecorded: dict[str, str] = {}
+    for path in files:
+        root = site_root(path)
+        if root is None:
+            continue
+        owned = installed.wheel(path)
+        if owned is None:
+            unrecorded[os.path.relpath(path, root)] = hasher.hash(path)[1]
+            continue
+        entry = dists.setdefault(owned.dist, {"version": owned.version, "files_checked": 0})
+        digest = hasher.hash(path)[1]
+        same = _matches_record(digest, owned.record_hash)
+        if same is None:
+            continue
+        entry["files_checked"] += 1
+        if not same:
+            entry.setdefault("edited", {})[owned.relpath] = digest
+    out: dict[str, Any] = {"modules": dict(sorted(dists.items()))}
+    if unrecorded:
+        out["unrecorded"] = dict(sorted(unrecorded.items()))
+    return out

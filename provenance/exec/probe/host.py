@@ -1,0 +1,146 @@
+"""The probe seen from prov: what the command's environment gets, and the run facts.
+
+`environment(run_dir, env)` is merged into the command's environment by the supervisor;
+`collect(run_dir)` reads `$PROV_RUN_DIR/probe/*.json` when the command has ended and
+returns facts sections to merge into the run's manifest:
+
+- `probe.*` (context): on/off, how many processes, how each ended, errors, roles;
+- `runtime.torch.flags.*`: torch's numerics state at exit (identity), and
+  `runtime.torch.changed.*` (context) with both values of a flag the run changed;
+- `code.command`, `code.script.sha256`, `code.modules.<dist>.*`, `code.unrecorded.*`;
+- `runtime.libs.<soname>.*` and `probe.libraries.*` (see `libs`);
+- `runtime.transformers.*` (see `engines`) and `model.files.<relpath>.*` (`model_files`).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from provenance.exec.probe.processes import Process, read_processes
+
+INPROC_DIR = Path(__file__).resolve().with_name("inproc")
+OFF_MARKER = "OFF"
+
+
+def environment(run_dir: str | Path, env: Mapping[str, str]) -> dict[str, str]:
+    """What the command's environment gets: our directory first on PYTHONPATH (or nothing,
+    with PROV_INPROCESS=0, which `collect` then records as off)."""
+    probe_dir = Path(run_dir) / "probe"
+    probe_dir.mkdir(parents=True, exist_ok=True)
+    if env.get("PROV_INPROCESS", "1") == "0":
+        (probe_dir / OFF_MARKER).write_text("PROV_INPROCESS=0\n")
+        return {}
+    current = env.get("PYTHONPATH", "")
+    return {"PYTHONPATH": str(INPROC_DIR) + (os.pathsep + current if current else "")}
+
+
+def _one(values: list[Any]) -> Any:
+    distinct = sorted({str(v) for v in values})
+    return values[0] if len(distinct) == 1 else distinct
+
+
+def torch_facts(processes: list[Process]) -> dict[str, Any]:
+    """Exit values where the process got to exit, else what it held at import."""
+    states = [p.torch.get("at_exit") or p.torch.get("at_import") for p in processes]
+    states = [s for s in states if s]
+    if not states:
+        return {}
+    keys = sorted({k for s in states for k in s})
+    flags = {k: _one([s[k] for s in states if k in s]) for k in keys}
+    changed: dict[str, Any] = {}
+    for p in processes:
+        before, after = p.torch.get("at_import", {}), p.torch.get("at_exit", {})
+        for k in sorted(before.keys() & after.keys()):
+            if before[k] != after[k] and k not in changed:
+                changed[k] = {"at_import": before[k], "at_exit": after[k], "pid": p.pid}
+    out: dict[str, Any] = {"flags": flags}
+    if changed:
+        out["changed"] = changed
+    return out
+
+
+def _probe_section(run_dir: Path, processes: list[Process]) -> dict[str, Any]:
+    if (run_dir / "probe" / OFF_MARKER).exists():
+        return {"state": "off"}
+    on = [p for p in processes if p.state == "on"]
+    out: dict[str, Any] = {
+        "state": "on" if on else ("off" if processes else "no python process"),
+        "processes": len(processes),
+        "ended": {p.role + ":" + str(p.pid): p.exit_via or f"no exit seen (last: {p.stage})"
+                  for p in processes},
+        "complete": bool(on) and all(p.exit_via for p in on),
+    }
+    errors = [f"{p.pid}: {e}" for p in processes for e in p.errors]
+    if errors:
+        out["errors"] = errors
+    return out
+
+
+def merge_into(facts: dict[str, Any], extra: dict[str, Any]) -> None:
+    """Add `extra` below `facts`; what is already there (facts.json, the workload's own
+    word) wins over what the probe saw."""
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(facts.get(key), dict):
+            merge_into(facts[key], value)
+        elif key not in facts:
+            facts[key] = value
+
+
+def collect(run_dir: str | Path, command: Sequence[str] | None = None,
+            outputs: Sequence[str | Path] = ()) -> dict[str, Any]:
+    """Facts sections (nested; dotted keys once flattened) from the run's probe files.
+
+    The files are consumed: their facts are in the result, and their raw argv may hold a
+    secret that must not reach the store (`command` is redacted here). In the command line
+    the declared `outputs` and the run directory are written `<output>` / `<run_dir>`."""
+    from provenance.exec.probe.code import command_facts, module_facts, script_facts
+    from provenance.exec.probe.engines import transformers_facts, vllm_facts
+    from provenance.exec.probe.hashing import file_hasher
+    from provenance.exec.probe.installed import Installed
+    from provenance.exec.probe.libs import library_facts
+    from provenance.exec.probe.model_files import model_file_facts
+
+    run_dir = Path(run_dir)
+    processes = read_processes(run_dir)
+    probe = _probe_section(run_dir, processes)
+    main = next((p for p in processes if p.role == "main"), None)
+    facts: dict[str, Any] = {"probe": probe}
+    code: dict[str, Any] = {}
+    places = {str(Path(o).absolute()): "<output>" for o in outputs}
+    places[str(run_dir.absolute())] = "<run_dir>"
+    cmd = command_facts(command, places)
+    if cmd:
+        code["command"] = cmd
+    on = [p for p in processes if p.state == "on"]
+    if on:
+        installed, hasher = Installed(), file_hasher()
+        script = script_facts(main, hasher)
+        if script:
+            code["script"] = script
+        code.update(module_facts(on, installed, hasher))
+        runtime: dict[str, Any] = {}
+        torch = torch_facts(on)
+        if torch:
+            runtime["torch"] = torch
+        for engine, read in (("transformers", transformers_facts), ("vllm", vllm_facts)):
+            found = read(on)
+            if found:
+                runtime[engine] = found
+        files = model_file_facts(on, hasher)
+        if files:
+            facts["model"] = {"files": files}
+        libs, notes = library_facts(on, installed)
+        if libs:
+            runtime["libs"] = libs
+            probe["libraries"] = notes
+        hasher.save()
+        if runtime:
+            facts["runtime"] = runtime
+    if code:
+        facts["code"] = code
+    shutil.rmtree(run_dir / "probe", ignore_errors=True)
+    return facts

@@ -1,0 +1,187 @@
+"""The probe inside one Python process of a `prov exec` run.
+
+What is caught, and when the file is written:
+- at start (`start`, from sitecustomize): pid, ppid, argv, interpreter, the script's stat;
+- when the program imports torch, transformers or vllm: what they hold right then;
+- at fork (`os.register_at_fork`): the child gets its own file, maps included;
+- at exit through `atexit` and through `os._exit` (wrapped: multiprocessing's forked
+  children end that way): torch flags, imported modules, mapped libraries, engine facts.
+Not caught: SIGKILL, a fatal signal, or a C-level `_exit()`; the last update stays (each is
+written whole), its `stage` says how far the process got and `exit` is absent.
+Every hook is wrapped: a failure becomes an entry of `errors`, never an exception in the
+program. `PROV_INPROCESS=0` writes one file with state "off" and nothing else.
+"""
+
+import os
+import sys
+
+from .record import Record
+
+WATCHED = ("torch", "transformers.modeling_utils", "transformers.tokenization_utils_base",
+           "vllm.v1.worker.gpu_model_runner")
+_probe = None
+
+
+def start():
+    global _probe
+    run_dir = os.environ.get("PROV_RUN_DIR")
+    if not run_dir or _probe is not None:
+        return
+    if os.environ.get("PROV_INPROCESS", "1") == "0":
+        Record(run_dir, state="off").write("off")
+        return
+    _probe = Probe(Record(run_dir))
+    _probe.install()
+
+
+def _fault(stage):
+    """Fault injection for the probe's own tests: PROV_PROBE_FAULT=<stage> raises there."""
+    if os.environ.get("PROV_PROBE_FAULT") == stage:
+        raise RuntimeError("injected probe fault at " + stage)
+
+
+class Probe:
+    def __init__(self, record):
+        self.record = record
+        self.exited = False
+        self.transformers = None
+        self.vllm = None
+
+    def guarded(self, where, fn, *args):
+        try:
+            _fault(where)
+            return fn(*args)
+        except Exception as exc:
+            self.record.error(where, exc)
+            return None
+
+    def install(self):
+        import atexit
+
+        from .hooks import PostImportFinder
+
+        self.guarded("start", self._script)
+        sys.meta_path.insert(0, PostImportFinder(WATCHED, self.on_import, self.record.error))
+        atexit.register(self.at_exit, "atexit")
+        self._wrap_os_exit()
+        if hasattr(os, "register_at_fork"):
+            os.register_at_fork(after_in_child=self.after_fork)
+        self.save("start")
+
+    def save(self, stage):
+        try:
+            if stage != "start":  # the title a process gives itself (vLLM's engine core)
+                self._title()
+            self.record.write(stage)
+        except Exception:
+            pass  # an unwritable run directory: nothing left to record the failure in
+
+    def _script(self):
+        argv = getattr(sys, "argv", None) or [""]
+        if argv[0] and argv[0] not in ("-c", "-m", "-") and os.path.isfile(argv[0]):
+            self.record.facts["script"] = _stat(argv[0])
+
+    def on_import(self, name, module):
+        self.guarded("import " + name, self._read_at_import, name, module)
+        self.save("import " + name)
+
+    def _read_at_import(self, name, module):
+        if name == "torch":
+            from .torch_flags import torch_state
+
+            self.record.facts.setdefault("torch", {})["at_import"] = torch_state()
+        elif name.startswith("transformers."):
+            if self.transformers is None:
+                from .transformers_facts import Watcher
+
+                self.transformers = Watcher(self)
+            self.transformers.on_module(name, module)
+        elif name.startswith("vllm."):
+            if self.vllm is None:
+                from .vllm_facts import Watcher as VllmWatcher
+
+                self.vllm = VllmWatcher(self)
+            self.vllm.on_module(name, module)
+
+    def after_fork(self):
+        try:
+            self.record.after_fork()
+            self.exited = False
+            self.guarded("fork", self._read_maps)
+            self.save("fork")
+        except Exception:
+            pass
+
+    def _wrap_os_exit(self):
+        original = os._exit
+        probe = self
+
+        def _exit(status):
+            try:
+                probe.at_exit("os._exit")
+            except BaseException:
+                pass
+            original(status)
+
+        _exit.__doc__ = original.__doc__
+        os._exit = _exit
+
+    def at_exit(self, via):
+        if self.exited or os.getpid() != self.record.pid:
+            return
+        self.exited = True
+        facts = self.record.facts
+        facts["exit"] = {"via": via}
+        if "torch" in sys.modules:
+            from .torch_flags import torch_state
+
+            self.guarded("exit torch", lambda: facts.setdefault("torch", {}).update(
+                at_exit=torch_state()))
+        if self.transformers is not None:
+            self.guarded("exit transformers", lambda: facts.update(
+                transformers=self.transformers.facts()))
+        if self.vllm is not None:
+            self.guarded("exit vllm", lambda: facts.update(vllm=self.vllm.facts()))
+        self.guarded("exit modules", self._read_modules)
+        self.guarded("exit maps", self._read_maps)
+        self.guarded("exit script", self._main_file)
+        self.save("exit")
+
+    def _read_maps(self):
+        from .maps import mapped_files
+
+        libs, weights = mapped_files()
+        self.record.facts["maps"] = libs
+        self.record.facts["mapped_weights"] = weights
+
+    def _read_modules(self):
+        files = {}
+        for name, module in list(sys.modules.items()):
+            path = getattr(module, "__file__", None)
+            if isinstance(path, str) and path:
+                files[name] = path
+        self.record.facts["modules"] = files
+
+    def _title(self):
+        """The process title as the kernel shows it (vLLM renames its processes)."""
+        parts = []
+        for name in ("comm", "cmdline"):
+            try:
+                with open("/proc/self/" + name, "rb") as fh:
+                    parts.append(fh.read(4096).replace(b"\0", b" ").strip().decode(
+                        "utf-8", "replace"))
+            except OSError:
+                pass
+        self.record.facts["title"] = " | ".join(parts)
+
+    def _main_file(self):
+        main = sys.modules.get("__main__")
+        path = getattr(main, "__file__", None)
+        if "script" not in self.record.facts and isinstance(path, str) and os.path.isfile(path):
+            self.record.facts["script"] = _stat(path)
+
+
+def _stat(path):
+    st = os.stat(path)
+    return {"path": os.path.abspath(path), "size": st.st_size, "mtime_ns": st.st_mtime_ns,
+            "inode": st.st_ino, "device": st.st_dev}

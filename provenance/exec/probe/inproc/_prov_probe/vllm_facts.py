@@ -1,0 +1,183 @@
+"""vLLM: the engine configuration as the engine objects hold it, in the process that runs
+the model (the engine core or a worker; the main process with
+VLLM_ENABLE_V1_MULTIPROCESSING=0), never from argv.
+
+When `vllm.v1.worker.gpu_model_runner` has loaded, `GPUModelRunner.__init__` is wrapped to
+keep a weak reference to each model runner (the CPU runner is a subclass); after the most
+derived class's `initialize_kv_cache` (attention groups exist from then on) and at exit,
+each live runner is read: model, revision, tokenizer, dtype, quantization, max_model_len,
+seed, enforce_eager, logprobs_mode, the KV cache (dtype requested and as allocated, block
+size, prefix caching, the k/v scales of the attention layers), the scheduler's chunked
+prefill budget, TP/PP/DP sizes, the compilation config, and the attention backend per
+layer class as instantiated, with the one requested. Every VLLM_* variable is read
+through vLLM's own `envs`.
+"""
+
+import sys
+import weakref
+
+RUNNER_MODULE = "vllm.v1.worker.gpu_model_runner"
+
+
+def _get(obj, path):
+    for name in path.split("."):
+        obj = getattr(obj, name)
+    return obj
+
+
+def _text(value):
+    text = "none" if value is None else str(value)
+    return text[len("torch."):] if text.startswith("torch.") else text
+
+
+def _fields(cfg, names):
+    out = {}
+    for key, path in names:
+        try:
+            out[key] = _text(_get(cfg, path))
+        except Exception as exc:
+            out[key] = "unavailable: %s" % type(exc).__name__
+    return out
+
+
+CONFIG = (
+    ("model", "model_config.model"), ("revision", "model_config.revision"),
+    ("tokenizer", "model_config.tokenizer"),
+    ("tokenizer_revision", "model_config.tokenizer_revision"),
+    ("dtype", "model_config.dtype"), ("quantization", "model_config.quantization"),
+    ("max_model_len", "model_config.max_model_len"), ("seed", "model_config.seed"),
+    ("enforce_eager", "model_config.enforce_eager"),
+    ("logprobs_mode", "model_config.logprobs_mode"),
+    ("block_size", "cache_config.block_size"),
+    ("enable_prefix_caching", "cache_config.enable_prefix_caching"),
+    ("kv_cache_dtype_skip_layers", "cache_config.kv_cache_dtype_skip_layers"),
+    ("mamba_cache_dtype", "cache_config.mamba_cache_dtype"),
+    ("mamba_ssm_cache_dtype", "cache_config.mamba_ssm_cache_dtype"),
+    ("chunked_prefill", "scheduler_config.enable_chunked_prefill"),
+    ("max_num_batched_tokens", "scheduler_config.max_num_batched_tokens"),
+    ("max_num_seqs", "scheduler_config.max_num_seqs"),
+    ("tensor_parallel_size", "parallel_config.tensor_parallel_size"),
+    ("pipeline_parallel_size", "parallel_config.pipeline_parallel_size"),
+    ("data_parallel_size", "parallel_config.data_parallel_size"),
+    ("compilation_mode", "compilation_config.mode"),
+    ("compilation_backend", "compilation_config.backend"),
+    ("cudagraph_mode", "compilation_config.cudagraph_mode"),
+)
+
+
+def _backend_name(backend):
+    try:
+        return str(backend.get_name())
+    except Exception:
+        return getattr(backend, "__name__", str(backend))
+
+
+def _attention(runner, cfg):
+    """Backends per layer class, as the runner's attention groups hold them."""
+    context = getattr(getattr(cfg, "compilation_config", None), "static_forward_context", {})
+    layers, resolved, kv_dtypes = {}, set(), set()
+    for group in getattr(runner, "attn_groups", None) or []:
+        for ag in group:
+            name = _backend_name(ag.backend)
+            resolved.add(name)
+            kv_dtypes.add(_text(getattr(ag.kv_cache_spec, "dtype", None)))
+            for layer in ag.layer_names:
+                kind = type(context.get(layer)).__name__ if layer in context else "unknown"
+                layers.setdefault(kind, set()).add(name)
+    requested = cfg.attention_config.backend if hasattr(cfg, "attention_config") else None
+    backend = {"requested": _text(getattr(requested, "name", requested) or "auto"),
+               "resolved": ",".join(sorted(resolved)) or "none",
+               "layers": {k: ",".join(sorted(v)) for k, v in sorted(layers.items())}}
+    kv = {"requested": _text(getattr(cfg.cache_config, "cache_dtype", None)),
+          "resolved": ",".join(sorted(kv_dtypes)) or "none"}
+    scales = sorted({"%r/%r" % (getattr(m, "_k_scale_float", None), getattr(m, "_v_scale_float",
+                                                                           None))
+                     for m in context.values() if hasattr(m, "_k_scale_float")})
+    kv["scales"] = ",".join(scales[:8]) + (",..." if len(scales) > 8 else "") or "none"
+    return backend, kv
+
+
+def runner_facts(runner):
+    cfg = runner.vllm_config
+    out = _fields(cfg, CONFIG)
+    out["attention_backend"], out["kv_cache_dtype"] = _attention(runner, cfg)
+    return out
+
+
+def vllm_envs():
+    envs = sys.modules.get("vllm.envs")
+    names = getattr(envs, "environment_variables", None) or {}
+    out = {}
+    for name in sorted(names):
+        try:
+            out[name] = _text(getattr(envs, name))
+        except Exception as exc:
+            out[name] = "unavailable: %s" % type(exc).__name__
+    return out
+
+
+def _keep_resolved(before, now):
+    """vLLM's own atexit shutdown frees the attention groups before ours runs: a read that
+    finds none keeps what the read after the KV cache was set up found."""
+    if before is None:
+        return now
+    for key in ("attention_backend", "kv_cache_dtype"):
+        if now[key]["resolved"] == "none":
+            now[key] = before[key]
+    return now
+
+
+class Watcher:
+    def __init__(self, probe):
+        self.probe = probe
+        self.runners = []
+        self.wrapped = set()
+
+    def on_module(self, name, module):
+        if name == RUNNER_MODULE:
+            self._wrap_init(module.GPUModelRunner)
+
+    def _wrap_init(self, cls):
+        original = cls.__init__
+        watcher = self
+
+        def __init__(runner, *args, **kwargs):
+            original(runner, *args, **kwargs)
+            watcher.probe.guarded("vllm runner", watcher._note, runner)
+
+        __init__.__wrapped__ = original
+        for attr in ("__name__", "__qualname__", "__doc__", "__module__"):
+            setattr(__init__, attr, getattr(original, attr, None))
+        cls.__init__ = __init__
+
+    def _note(self, runner):
+        self.runners.append([weakref.ref(runner), None])  # [ref, facts last read]
+        cls = type(runner)
+        if cls in self.wrapped or "initialize_kv_cache" not in cls.__dict__:
+            return
+        self.wrapped.add(cls)
+        original = cls.__dict__["initialize_kv_cache"]
+        watcher = self
+
+        def initialize_kv_cache(runner_, *args, **kwargs):
+            result = original(runner_, *args, **kwargs)
+            watcher.probe.guarded("vllm kv cache", watcher.save)
+            return result
+
+        initialize_kv_cache.__wrapped__ = original
+        for attr in ("__name__", "__qualname__", "__doc__", "__module__"):
+            setattr(initialize_kv_cache, attr, getattr(original, attr, None))
+        cls.initialize_kv_cache = initialize_kv_cache
+
+    def facts(self):
+        """Live runners read now; a runner already gone keeps what was last read."""
+        for held in self.runners:
+            runner = held[0]()
+            if runner is not None:
+                held[1] = _keep_resolved(held[1], runner_facts(runner))
+        return {"runners": [f for _, f in self.runners if f is not None],
+                "envs": vllm_envs()}
+
+    def save(self):
+        self.probe.record.facts["vllm"] = self.facts()
+        self.probe.save("vllm kv cache")

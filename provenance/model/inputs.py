@@ -1,0 +1,201 @@
+"""The one way prov opens a file it was given: bounded, regular files only, strictly decoded.
+
+Every reader of user input (manifests, locks, SBOMs, results, bundles, sweep specs, keys)
+goes through `read_input` and its `read_text` / `read_json` / `read_toml` wrappers, so the
+hostile cases are refused once, here, with one line and exit 2:
+- a FIFO, a device, a socket or a directory (opened with O_NONBLOCK and checked with fstat
+  before any read, so a FIFO never hangs and /dev/zero is never read);
+- a file over the size bound of its kind (read with a bound too, in case it grows);
+- text that is not UTF-8 (UTF-16, junk), named in one line;
+- JSON or TOML nested deeper than MAX_DEPTH (a 100k-deep document would otherwise raise
+  RecursionError in the parser or in whatever walks the tree afterwards).
+`check_output` is the matching rule for `--out`: create a file or replace a regular one,
+never a device node or a directory.
+
+Standard library only (the model is a leaf).
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import re
+import stat
+from itertools import accumulate
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from provenance.model.errors import ProvError
+
+MiB = 1 << 20
+LIMITS: dict[str, int] = {  # bytes, by kind of input
+    "manifest": 64 * MiB,
+    "lock": 64 * MiB,
+    "sbom": 256 * MiB,
+    "result": 256 * MiB,
+    "record": 64 * MiB,
+    "json": 64 * MiB,
+    "toml": 16 * MiB,
+    "spec": 16 * MiB,
+    "key": 64 * 1024,
+    "text": 64 * MiB,
+}
+MAX_DEPTH = 128  # deepest nesting any prov document needs is ~10
+
+
+class InputError(ProvError):
+    """A file given to prov that it will not read (exit 2, one line)."""
+
+
+def shown(path: str | os.PathLike[str]) -> str:
+    """A path printable on any terminal: undecodable bytes as \\x escapes, never an error."""
+    raw = os.fsencode(path)
+    text = raw.decode("utf-8", "backslashreplace")
+    if len(text) > 300:
+        text = text[:150] + "…" + text[-100:]
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"),
+          (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+          (stat.S_ISSOCK, "a socket"))
+
+
+def _what(mode: int) -> str:
+    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
+
+
+def _open(path: Path, what: str) -> int:
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        return os.open(path, flags)
+    except FileNotFoundError:
+        raise InputError(f"{what} {shown(path)}: no such file") from None
+    except IsADirectoryError:
+        raise InputError(f"{what} {shown(path)}: is a directory, not a file") from None
+    except PermissionError:
+        raise InputError(f"{what} {shown(path)}: permission denied") from None
+    except OSError as exc:
+        reason = {errno.ENAMETOOLONG: "file name too long", errno.ELOOP: "symlink loop",
+                  errno.ENOTDIR: "a parent is not a directory"}.get(exc.errno or 0,
+                                                                  exc.strerror or str(exc))
+        raise InputError(f"{what} {shown(path)}: {reason}") from None
+
+
+def open_input(path: str | os.PathLike[str], kind: str = "text",
+               limit: int | None = None) -> BinaryIO:
+    """Regular file `path` opened for reading, after the checks (not a FIFO, a device or a
+    directory; at most `limit` bytes, default the kind's bound)."""
+    path = Path(path)
+    limit = LIMITS.get(kind, LIMITS["text"]) if limit is None else limit
+    fd = _open(path, kind)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise InputError(f"{kind} {shown(path)}: is {_what(st.st_mode)}, not a regular file")
+        if st.st_size > limit:
+            raise InputError(f"{kind} {shown(path)}: {st.st_size} bytes, over the "
+                             f"{limit}-byte limit for a {kind}")
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb", closefd=True)
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_input(path: str | os.PathLike[str], kind: str = "text",
+               limit: int | None = None) -> bytes:
+    """The bytes of regular file `path`, at most `limit` (default: the kind's bound)."""
+    limit = LIMITS.get(kind, LIMITS["text"]) if limit is None else limit
+    with open_input(path, kind, limit) as fh:
+        data = fh.read(limit + 1)  # bounded even if the file grows while read
+    if len(data) > limit:
+        raise InputError(f"{kind} {shown(path)}: grew past the {limit}-byte limit while read")
+    return data
+
+
+def decode_text(data: bytes, what: str) -> str:
+    """Strict UTF-8 (a UTF-8 BOM is dropped); anything else is one line naming the problem."""
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise InputError(f"{what}: UTF-16 text, not UTF-8 (convert it: iconv -f UTF-16 -t UTF-8)")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{what}: not UTF-8 text (byte {exc.start}: "
+                         f"{data[exc.start:exc.start + 1]!r})") from None
+    if "\x00" in text:
+        raise InputError(f"{what}: binary data (a NUL byte), not text")
+    return text.removeprefix("\ufeff")
+
+
+def read_text(path: str | os.PathLike[str], kind: str = "text",
+              limit: int | None = None) -> str:
+    return decode_text(read_input(path, kind, limit), f"{kind} {shown(path)}")
+
+
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_TOML_SKIP = re.compile(r'"""[\s\S]*?"""|\'\'\'[\s\S]*?\'\'\'|"(?:[^"\\\n]|\\.)*"|\'[^\'\n]*\''
+                        r"|#[^\n]*")
+_BRACKETS = re.compile(r"[\[\]{}]")
+
+
+def _depth(text: str) -> int:
+    steps = (1 if b in "[{" else -1 for b in _BRACKETS.findall(text))
+    return max(accumulate(steps, initial=0))
+
+
+def check_json_depth(text: str, what: str, max_depth: int = MAX_DEPTH) -> None:
+    if _depth(_JSON_STRING.sub('""', text)) > max_depth:
+        raise InputError(f"{what}: nested deeper than {max_depth} levels")
+
+
+def check_toml_depth(text: str, what: str, max_depth: int = MAX_DEPTH) -> None:
+    if _depth(_TOML_SKIP.sub('""', text)) > max_depth:
+        raise InputError(f"{what}: nested deeper than {max_depth} levels")
+
+
+def parse_json(text: str, what: str, max_depth: int = MAX_DEPTH) -> Any:
+    check_json_depth(text, what, max_depth)
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise InputError(f"{what}: not JSON ({exc})") from None
+
+
+def parse_toml(text: str, what: str, max_depth: int = MAX_DEPTH) -> Any:
+    import tomllib
+
+    check_toml_depth(text, what, max_depth)
+    try:
+        return tomllib.loads(text)
+    except (tomllib.TOMLDecodeError, RecursionError) as exc:
+        raise InputError(f"{what}: not valid TOML ({exc})") from None
+
+
+def read_json(path: str | os.PathLike[str], kind: str = "json", limit: int | None = None) -> Any:
+    return parse_json(read_text(path, kind, limit), f"{kind} {shown(path)}")
+
+
+def read_toml(path: str | os.PathLike[str], kind: str = "toml", limit: int | None = None) -> Any:
+    return parse_toml(read_text(path, kind, limit), f"{kind} {shown(path)}")
+
+
+def check_output(path: str | os.PathLike[str], what: str = "--out") -> Path:
+    """`path` may be created, or replaced if it is a regular file; anything else refused."""
+    path = Path(path)
+    try:
+        st = os.stat(path)  # a symlink to a regular file is that file
+    except FileNotFoundError:
+        st = None
+    except NotADirectoryError:
+        raise InputError(f"{what} {shown(path)}: a parent is not a directory") from None
+    except OSError as exc:
+        raise InputError(f"{what} {shown(path)}: {exc.strerror or exc}") from None
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        raise InputError(f"{what} {shown(path)}: is {_what(st.st_mode)}; give a file path")
+    parent = path.parent
+    if not parent.is_dir():
+        why = "is not a directory" if parent.exists() else "no such directory"
+        raise InputError(f"{what} {shown(path)}: {shown(parent)} {why}")
+    return path

@@ -1,0 +1,150 @@
+"""`prov exec` with the probe: what the gate refuses on, and what must not change."""
+
+# ruff: noqa: F811 - pytest fixtures imported from tests.exec_support
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.exec_support import (  # noqa: F401 - fixtures
+    PYTHON,
+    last_run,
+    penv,
+    prov,
+    prov_cache,
+)
+
+# One numeric workload; PROBE_CASE picks the in-process call (not an env var prov records)
+WORKLOAD = """
+import os, torch
+case = os.environ.get("PROBE_CASE", "")
+if case == "threads":
+    torch.set_num_threads(1)
+elif case == "denormal":
+    torch.set_flush_denormal(True)
+elif case == "tf32":
+    torch.backends.cuda.matmul.allow_tf32 = True
+elif case == "matmul":
+    torch.set_float32_matmul_precision("medium")
+g = torch.Generator().manual_seed(0)
+a = torch.randn(64, 64, generator=g, dtype=torch.float64)
+print(repr(float((a @ a).sum())), torch.get_num_threads() > 0)
+"""
+CASES = {
+    "threads": "runtime.torch.flags.num_threads",
+    "denormal": "runtime.torch.flags.flush_denormal",
+    "tf32": "runtime.torch.flags.cuda_matmul_allow_tf32",
+    "matmul": "runtime.torch.flags.float32_matmul_precision",
+}
+
+
+def exec_run(penv, script, case="", *args, **env):
+    e = dict(penv, PROBE_CASE=case, **env)
+    p = prov("exec", "-q", "--", PYTHON, str(script), *args, env=e)
+    assert p.returncode == 0, p.stderr
+    return last_run(penv), p
+
+
+def compare(penv, a, b, *vary):
+    flags = [x for v in vary for x in ("--vary", v)]
+    p = prov("compare", a["run_id"], b["run_id"], *flags, "--json", env=penv)
+    return p.returncode, json.loads(p.stdout)
+
+
+@pytest.fixture
+def workload(tmp_path):
+    path = tmp_path / "work.py"
+    path.write_text(WORKLOAD)
+    return path
+
+
+def test_identical_runs_compare_clean_and_record_no_change(penv, workload):
+    a, _ = exec_run(penv, workload)
+    b, _ = exec_run(penv, workload)
+    rc, doc = compare(penv, a, b)
+    assert rc == 0 and doc["identical"] is True, doc["refused"]
+    torch = a["facts"]["runtime"]["torch"]
+    assert "changed" not in torch and torch["flags"]["num_threads"] >= 1
+    assert a["facts"]["probe"]["state"] == "on" and a["facts"]["probe"]["complete"] is True
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_an_in_process_torch_call_is_refused_naming_the_key(penv, workload, case):
+    a, _ = exec_run(penv, workload)
+    b, _ = exec_run(penv, workload, case)
+    rc, doc = compare(penv, a, b)
+    assert rc == 3
+    assert CASES[case] in doc["refused"], doc["refused"]
+    # torch >= 2.9 mirrors the legacy TF32 flags in its fp32_precision settings
+    assert all(k.startswith("runtime.torch.flags.") for k in doc["refused"]), doc["refused"]
+    changed = b["facts"]["runtime"]["torch"]["changed"]
+    assert CASES[case].rsplit(".", 1)[1] in changed  # both values kept (context)
+
+
+def test_the_threads_preset_covers_set_num_threads(penv, workload):
+    a, _ = exec_run(penv, workload)
+    b, _ = exec_run(penv, workload, "threads")
+    human = prov("compare", a["run_id"], b["run_id"], env=penv).stderr.decode()
+    assert "covered by --vary threads: runtime.torch.flags.num_threads" in human
+    rc, doc = compare(penv, a, b, "threads")
+    assert rc == 0, doc["refused"]
+    assert list(doc["varied"]["threads"]["keys"]) == ["runtime.torch.flags.num_threads"]
+
+
+def test_a_different_command_line_is_refused_unless_declared(penv, workload):
+    a, _ = exec_run(penv, workload)
+    b, _ = exec_run(penv, workload, "", "--extra-arg")
+    rc, doc = compare(penv, a, b)
+    assert rc == 3 and list(doc["refused"]) == ["code.command"]
+    rc, doc = compare(penv, a, b, "command")
+    assert rc == 0 and list(doc["varied"]["command"]["keys"]) == ["code.command"]
+
+
+def test_an_edited_script_is_refused_by_its_digest(penv, workload):
+    a, _ = exec_run(penv, workload)
+    workload.write_text(WORKLOAD + "# edited\n")
+    b, _ = exec_run(penv, workload)
+    rc, doc = compare(penv, a, b)
+    assert rc == 3 and list(doc["refused"]) == ["code.script.sha256"]
+
+
+def test_output_and_exit_status_are_byte_identical_with_and_without_the_probe(penv, workload):
+    import subprocess
+
+    code = str(workload.read_text() + "raise SystemExit(5)\n")
+    workload.write_text(code)
+    plain = subprocess.run([PYTHON, str(workload)], capture_output=True, env=penv)
+    runs = []
+    for switch in ("1", "0"):
+        e = dict(penv, PROV_INPROCESS=switch, PROBE_CASE="threads")
+        p = prov("exec", "-q", "--", PYTHON, str(workload), env=e)
+        runs.append((p.returncode, p.stdout, p.stderr))
+        assert last_run(penv)["facts"]["probe"]["state"] == ("on" if switch == "1" else "off")
+    plain = subprocess.run([PYTHON, str(workload)], capture_output=True,
+                           env=dict(penv, PROBE_CASE="threads"))
+    assert runs[0] == runs[1] == (5, plain.stdout, plain.stderr)
+    assert plain.stdout.strip()
+
+
+def test_a_non_python_command_records_its_command_and_no_probe(penv):
+    p = prov("exec", "-q", "--", "sh", "-c", "echo hi", env=penv)
+    assert (p.returncode, p.stdout) == (0, b"hi\n")
+    rec = last_run(penv)
+    assert rec["facts"]["probe"]["state"] == "no python process"
+    assert rec["facts"]["code"]["command"] == ["sh", "-c", "echo hi"]
+
+
+def test_declared_outputs_in_the_command_line_are_written_as_placeholders(penv, tmp_path):
+    recs = []
+    for name in ("a", "b"):
+        out = tmp_path / f"out-{name}"
+        code = "import sys, pathlib; pathlib.Path(sys.argv[1]).write_text('x')"
+        p = prov("exec", "-q", "--output", str(out), "--", PYTHON, "-c", code, str(out),
+                 f"--log={out}/log.txt", env=penv)
+        assert p.returncode == 0, p.stderr
+        recs.append(last_run(penv))
+    assert recs[0]["facts"]["code"]["command"] == [
+        "python", "-c", code, "<output>", "--log=<output>/log.txt"]
+    rc, doc = compare(penv, *recs)
+    assert rc == 0, doc["refused"]

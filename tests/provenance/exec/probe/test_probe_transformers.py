@@ -1,0 +1,110 @@
+"""transformers under `prov exec`: the attention implementation, dtype and model files."""
+
+# ruff: noqa: F811 - pytest fixtures imported from tests.exec_support
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.exec_support import (  # noqa: F401 - fixtures
+    PYTHON,
+    last_run,
+    penv,
+    prov,
+    prov_cache,
+)
+from tests.runners.vllm_venv import CACHE
+
+SCRIPT = """
+import os, sys, torch
+from transformers import AutoModelForCausalLM, AutoTokenizer
+attn = os.environ["ATTN"]  # not on the command line: the two runs differ only in this
+model = AutoModelForCausalLM.from_pretrained(sys.argv[1], attn_implementation=attn)
+tok = AutoTokenizer.from_pretrained(sys.argv[1])
+ids = torch.tensor([tok.encode("the cat")])
+print(repr(float(model(ids).logits.sum())))
+"""
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory) -> Path:
+    """A copy of the demo model (built by project code, cached), free to edit."""
+    from runners.demo.build import ensure
+
+    built = ensure(CACHE / "demo-model", steps=120)
+    out = tmp_path_factory.mktemp("model") / "demo-model"
+    shutil.copytree(built, out)
+    return out
+
+
+def run(penv, tmp_path, model_dir, attn):
+    script = tmp_path / "load.py"
+    script.write_text(SCRIPT)
+    p = prov("exec", "-q", "--", PYTHON, str(script), str(model_dir), env=dict(penv, ATTN=attn),
+             timeout=300)
+    assert p.returncode == 0, p.stderr
+    return last_run(penv)
+
+
+def compare(penv, a, b, *vary):
+    flags = [x for v in vary for x in ("--vary", v)]
+    p = prov("compare", a["run_id"], b["run_id"], *flags, "--json", env=penv)
+    return p.returncode, json.loads(p.stdout)
+
+
+def test_eager_vs_sdpa_is_refused_and_covered_by_the_attention_backend_preset(
+        penv, tmp_path, model_dir):
+    a = run(penv, tmp_path, model_dir, "eager")
+    b = run(penv, tmp_path, model_dir, "sdpa")
+    model = a["facts"]["runtime"]["transformers"]["models"]["0"]
+    assert model["class"] == "Qwen3ForCausalLM" and model["dtype"] == "float32"
+    assert model["name_or_path"] == "local:demo-model" and model["quantization"] == "none"
+    key = "runtime.transformers.models.0.attn_implementation"
+    rc, doc = compare(penv, a, b)
+    assert rc == 3 and list(doc["refused"]) == [key]
+    assert doc["refused"][key]["a"] == "eager" and doc["refused"][key]["b"] == "sdpa"
+    rc, doc = compare(penv, a, b, "attention-backend")
+    assert rc == 0 and list(doc["varied"]["attention-backend"]["keys"]) == [key]
+    files = a["facts"]["model"]["files"]
+    assert {"model.safetensors", "tokenizer.json", "config.json"} <= set(files)
+    assert b["facts"]["model"]["files"]["model.safetensors"]["source"] == "cache"
+
+
+def test_a_weights_file_edited_in_place_is_caught(penv, tmp_path, model_dir):
+    a = run(penv, tmp_path, model_dir, "eager")
+    weights = model_dir / "model.safetensors"
+    data = bytearray(weights.read_bytes())
+    data[-1] ^= 0x01  # same name, same size, one bit of the last tensor
+    weights.write_bytes(bytes(data))
+    b = run(penv, tmp_path, model_dir, "eager")
+    rc, doc = compare(penv, a, b)
+    key = 'model.files."model.safetensors".sha256'
+    assert rc == 3 and key in doc["refused"], doc["refused"]
+    assert b["facts"]["model"]["files"]["model.safetensors"]["source"] == "computed"
+    rc, doc = compare(penv, a, b, "weights")
+    assert rc == 0, doc["refused"]
+
+
+def test_model_file_digests_equal_model_signing(tmp_path, model_dir):
+    from provenance.exec.probe.hashing import file_hasher
+    from provenance.exec.probe.model_files import digest
+    from tests.provenance.exec.probe.model_signing_venv import model_signing_python
+
+    try:
+        py = model_signing_python()
+    except subprocess.CalledProcessError as exc:
+        pytest.skip(f"cannot build the model-signing venv (PyPI unreachable?): {exc}")
+    oracle = subprocess.run(
+        [str(py), "-c", "import sys, model_signing.hashing as h\n"
+         "for r in h.hash(sys.argv[1]).resource_descriptors():\n"
+         "    print(r.identifier, r.digest.digest_value.hex())", str(model_dir)],
+        capture_output=True, text=True, check=True, timeout=300)
+    theirs = dict(line.split() for line in oracle.stdout.splitlines())
+    hasher = file_hasher(tmp_path / "digests.json")
+    ours = {f.name: digest(str(f), hasher)[0] for f in model_dir.iterdir() if f.is_file()}
+    assert set(theirs) == set(ours) and len(ours) >= 5
+    assert {k: "sha256:" + v for k, v in theirs.items()} == ours

