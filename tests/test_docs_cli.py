@@ -17,7 +17,6 @@ END = "<!-- end of generated block -->"
 
 
 def _commands() -> list[tuple[str, Any]]:
-    import typer
 
     import provenance.cli as cli
 
