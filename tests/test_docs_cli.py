@@ -17,7 +17,6 @@ END = "<!-- end of generated block -->"
 
 
 def _commands() -> list[tuple[str, Any]]:
-    import typer
 
     import provenance.cli as cli
 
@@ -31,7 +30,7 @@ def _commands() -> list[tuple[str, Any]]:
         else:
             yield " ".join(path), cmd
 
-    found = list(walk(typer.main.get_command(cli.app), ["prov"]))
+    found = list(walk(cli.command(escape_markup=False), ["prov"]))
     return sorted(found, key=lambda nc: (order.index(nc[0].split()[1]), nc[0]))
 
 

@@ -10,12 +10,11 @@ import abc
 from dataclasses import dataclass, field
 from typing import Any
 
-from provenance.model.errors import ProvError
+from provenance.model.errors import EXIT_DIFFERS, EXIT_UNAVAILABLE, ProvError
 
-# `prov audit`'s exit codes: 1 when it found vulnerabilities, 3 when nothing could be audited
-# (the error table's EXIT_UNAVAILABLE is 4; kept at 3, as the command has always exited).
-EXIT_VULNERABLE = 1
-EXIT_NOT_AUDITED = 3
+# `prov audit`'s exit codes, from the one table: 1 vulnerabilities found, 4 nothing audited.
+EXIT_VULNERABLE = EXIT_DIFFERS
+EXIT_NOT_AUDITED = EXIT_UNAVAILABLE
 
 
 @dataclass(frozen=True)

@@ -15,19 +15,39 @@ dispatch(sys.argv)  # `prov snapshot ...` runs and exits here, without importing
 
 import typer  # noqa: E402
 
-from provenance.model.errors import ProvError  # noqa: E402
+from provenance.model.errors import EXIT_CODES, ProvError  # noqa: E402
+
+
+def _exit_code_epilog() -> str:
+    """The exit-code table of provenance/model/errors.py, as `prov --help` shows it."""
+    return "Exit codes: " + "; ".join(f"{code} {what}" for code, what in EXIT_CODES.items()) + "."
+
 
 app = typer.Typer(
     name="prov",
     help="Provenance for LLM inference experiments: snapshot, compare and publish environments.",
+    epilog=_exit_code_epilog(),
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,  # typer's own --install-completion / --show-completion
     pretty_exceptions_enable=False,
 )
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from provenance import __version__
+
+        print(f"prov {__version__}")
+        raise typer.Exit(0)
+
+
 @app.callback()
-def _group() -> None:
+def _group(
+    version: bool = typer.Option(
+        False, "--version", callback=_print_version, is_eager=True,
+        help="Print prov's version and exit.",
+    ),
+) -> None:
     """Keeps `prov` a command group even when only one command module is loaded."""
 
 
@@ -58,11 +78,20 @@ def _register(argv: list[str]) -> None:
 _register(sys.argv)
 
 
+def command(escape_markup: bool = True):
+    """The click command tree of `app`, with metavars that name what a value is."""
+    from provenance.cli import conventions
+
+    cmd = typer.main.get_command(app)
+    conventions.apply(cmd, escape_markup)
+    return cmd
+
+
 def main() -> None:
     """Entry point: user errors print one line; unexpected ones too, unless PROV_DEBUG=1."""
     try:
         # Without standalone mode click returns typer.Exit's code instead of exiting.
-        code = app(standalone_mode=False)
+        code = command()(prog_name="prov", standalone_mode=False)
     except ProvError as exc:
         print(f"prov: error: {exc}", file=sys.stderr)
         sys.exit(exc.exit_code)

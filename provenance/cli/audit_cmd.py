@@ -28,14 +28,16 @@ def audit(
         None, "--sbom-out", help="Also write a CycloneDX SBOM with the findings as vulnerabilities."
     ),
 ) -> None:
-    """Audit Python packages for known vulnerabilities. Exit 1: vulnerable; 3: not audited."""
+    """Audit Python packages for known vulnerabilities. Exit 1: vulnerable; 4: not audited."""
     from provenance.audit import packages_of
     from provenance.audit.base import EXIT_NOT_AUDITED, EXIT_VULNERABLE
+    from provenance.cli.pin_cmd import scan_with_progress
     from provenance.sbom import resolve_subject
 
     if osv_db is not None and osv_url is not None:
         raise ProvError("give --osv-db (offline) or --osv-url, not both")
-    subject = resolve_subject(image=image, run=run, manifest=manifest)
+    subject = resolve_subject(image=image, run=run, manifest=manifest,
+                              scan=scan_with_progress)
     packages = packages_of(subject.manifest.facts)
     if not packages:
         raise ProvError(f"{subject.label}: the manifest lists no Python packages to audit")
@@ -47,7 +49,15 @@ def audit(
         from provenance.audit.pip_audit_backend import DEFAULT_OSV_URL, PipAuditBackend
 
         backend = PipAuditBackend(osv_url or DEFAULT_OSV_URL, timeout=timeout)
-    result = backend.audit(packages)  # ServiceUnreachable: exit 3, nothing was audited
+    from provenance.audit.base import ServiceUnreachable
+
+    try:
+        result = backend.audit(packages)
+    except ServiceUnreachable as exc:
+        if not as_json:
+            raise  # one line on stderr, exit 4: nothing was audited
+        print(f"prov: error: {exc}", file=sys.stderr)
+        result = _not_audited(backend, packages, str(exc))
 
     if sbom_out is not None:
         _write_sbom(subject, result, sbom_out)
@@ -61,6 +71,14 @@ def audit(
         raise typer.Exit(EXIT_VULNERABLE)
     if not result.audited:
         raise typer.Exit(EXIT_NOT_AUDITED)
+
+
+def _not_audited(backend, packages, why: str):
+    """The result `--json` prints when no service answered: every package skipped."""
+    from provenance.audit.base import AuditResult
+
+    name = f"pip-audit osv {backend.osv_url}" if hasattr(backend, "osv_url") else str(backend)
+    return AuditResult(name, (), (), tuple((p, why) for p in packages))
 
 
 def _print_table(result) -> None:

@@ -35,6 +35,10 @@ def exec_(
         [], "--param", "-p", help="A KEY=VALUE run parameter, recorded as run.params.KEY."
     ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No summary line on stderr."),
+    as_json: bool = typer.Option(
+        False, "--json", help="Stdout is one JSON run summary, printed after CMD finished; "
+        "CMD's own stdout goes to stderr (and to the store: prov show RUN --cat stdout)."
+    ),
 ) -> None:
     """Run CMD as a recorded run: snapshot, git state, logs, loaded libraries, outputs.
 
@@ -47,20 +51,51 @@ def exec_(
         command = command[1:]
     if not command:
         raise ProvError("no command given (usage: prov exec [OPTIONS] -- CMD ARGS...)")
-    result = run_supervised(
-        command,
-        name=name,
-        outputs=output,
-        tags=parse_pairs(tag, "--tag"),
-        params=parse_pairs(param, "--param"),
-    )
-    if not quiet:
+    tags, params = parse_pairs(tag, "--tag"), parse_pairs(param, "--param")
+    with _stdout_to_stderr(as_json):  # `prov exec --json -- CMD | jq` reads only the summary
+        result = run_supervised(command, name=name, outputs=output, tags=tags, params=params)
+    if as_json:
+        from provenance.cli.output import print_json
+
+        print_json(_summary(result))
+    elif not quiet:
+        from provenance.cli.output import duration, seconds_between, state_text
+
         rec = result.record
-        how = f"signal {rec.signal}" if rec.signal else f"exit {result.exit_status}"
-        if result.state == "failed":
-            how = rec.error or "failed"
-        sys.stderr.write(
-            f"prov: run {result.run_id[:12]} {result.state}: {how} "
-            f"in {rec.duration_s or 0:.3f} s\n"
-        )
+        how = rec.error or state_text(rec.state, rec.exit_status, rec.signal)
+        took = duration(seconds_between(rec.started_at, rec.ended_at))
+        sys.stderr.write(f"prov: run {result.run_id} {how} in {took}\n")
     raise typer.Exit(result.exit_status)
+
+
+def _summary(result) -> dict:
+    rec = result.record
+    return {"run_id": result.run_id, "state": result.state, "exit_status": result.exit_status,
+            "signal": rec.signal, "error": rec.error, "started_at": rec.started_at,
+            "ended_at": rec.ended_at, "record": result.record_digest,
+            "manifest_digest": rec.manifest_digest, "outputs": rec.outputs,
+            "warnings": rec.warnings or []}
+
+
+class _stdout_to_stderr:
+    """While active, file descriptor 1 is stderr (the command's streamed stdout lands there)."""
+
+    def __init__(self, active: bool) -> None:
+        self.active, self.saved = active, None
+
+    def __enter__(self):
+        if self.active:
+            import os
+
+            sys.stdout.flush()
+            self.saved = os.dup(1)
+            os.dup2(2, 1)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.saved is not None:
+            import os
+
+            sys.stdout.flush()
+            os.dup2(self.saved, 1)
+            os.close(self.saved)

@@ -87,6 +87,7 @@ def lock(
     allow_missing: bool = typer.Option(
         False, "--allow-missing-hashes", help="Write even if some artifact hashes are unknown."
     ),
+    as_json: bool = typer.Option(False, "--json", help="Print what was written as JSON."),
 ) -> None:
     """Write a PEP 751 pylock.toml (with prov's facts under [tool.prov])."""
     from lockfiles.artifacts import LocalWheels, SimpleIndex
@@ -102,7 +103,20 @@ def lock(
     index = None if offline else SimpleIndex(index_url)
     if index is not None:
         finders.append(index.find)
-    result = write_pylock(m, finders, out.resolve().parent)
+    from provenance.cli.output import StatusLine
+
+    line = StatusLine("looking up artifact hashes:")
+
+    def counted(find):
+        def lookup(*args, **kwargs):
+            line.step(str(args[0]) if args else "")
+            return find(*args, **kwargs)
+        return lookup
+
+    try:
+        result = write_pylock(m, [counted(finders[0]), *finders[1:]], out.resolve().parent)
+    finally:
+        line.close()
     if result.missing_hashes and not allow_missing:
         why = f" (index unreachable: {index.unreachable})" if index and index.unreachable else ""
         raise ProvError(
@@ -113,6 +127,13 @@ def lock(
     from provenance.model.atomic import write_atomic
 
     write_atomic(out, result.text)
+    if as_json:
+        from provenance.cli.output import print_json
+
+        print_json({"lock": str(out), "packages": result.packages, "sources": result.sources,
+                    "missing_hashes": list(result.missing_hashes),
+                    "complete": not result.missing_hashes})
+        return
     sources = ", ".join(f"{n} from {k}" for k, n in sorted(result.sources.items()))
     print(f"locked {result.packages} packages to {out} ({sources})")
     if result.missing_hashes:

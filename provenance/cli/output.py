@@ -3,14 +3,100 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from typing import Any
 
 
-def console(stderr: bool = False):
-    from rich.console import Console
+def no_color() -> bool:
+    """NO_COLOR (https://no-color.org): set and non-empty means no ANSI styling at all."""
+    return bool(os.environ.get("NO_COLOR"))
 
-    return Console(stderr=stderr, highlight=False, soft_wrap=True)
+
+def is_terminal(stream=None) -> bool:
+    stream = stream or sys.stdout
+    return hasattr(stream, "isatty") and stream.isatty()
+
+
+def console(stderr: bool = False):
+    """A rich console; piped (not a terminal) it prints tables as plain tab-separated rows."""
+    from rich.console import Console
+    from rich.table import Table
+
+    class _Console(Console):
+        def print(self, *objects: Any, **kwargs: Any) -> None:
+            if not self.is_terminal and len(objects) == 1 and isinstance(objects[0], Table):
+                self.file.write(plain_table(objects[0]))
+                return
+            super().print(*objects, **kwargs)
+
+    if no_color():  # no colour, no bold: rich alone would keep bold and dim
+        return _Console(stderr=stderr, highlight=False, soft_wrap=True, color_system=None,
+                        no_color=True)
+    return _Console(stderr=stderr, highlight=False, soft_wrap=True)
+
+
+def plain_table(table) -> str:
+    """A rich Table as text: its title on a line, then tab-separated header and rows."""
+    from rich.text import Text
+
+    def plain(cell: Any) -> str:
+        text = cell.plain if isinstance(cell, Text) else Text.from_markup(str(cell)).plain
+        return text.replace("\t", " ").replace("\n", " ")
+
+    lines = [plain(table.title)] if table.title else []
+    if table.show_header and any(str(c.header) for c in table.columns):
+        lines.append("\t".join(plain(c.header) for c in table.columns))
+    columns = [list(c.cells) for c in table.columns]
+    lines += ["\t".join(plain(cell) for cell in row) for row in zip(*columns, strict=False)]
+    return "".join(line + "\n" for line in lines)
+
+
+def table(title: str, columns: list[str], rows: list[list[str]], styled=None) -> None:
+    """A rich table on a terminal; piped, tab-separated columns under a header line, never
+    truncated, so `cut -f1` gets whole ids. `styled` maps a row to its rich-markup cells."""
+    if not is_terminal():
+        sys.stdout.write("\t".join(columns) + "\n")
+        for row in rows:
+            sys.stdout.write("\t".join(cell.replace("\t", " ") for cell in row) + "\n")
+        return
+    from rich.table import Table
+
+    t = Table(title=title, title_justify="left")
+    for col in columns:
+        t.add_column(col, overflow="fold")
+    for row in rows:
+        t.add_row(*(styled(row) if styled else row))
+    console().print(t)
+
+
+def seconds_between(started: str | None, ended: str | None) -> float | None:
+    """Seconds between two of the store's UTC timestamps, or None when either is missing."""
+    import datetime as dt
+
+    if not started or not ended:
+        return None
+    try:
+        return (dt.datetime.fromisoformat(ended.replace("Z", "+00:00"))
+                - dt.datetime.fromisoformat(started.replace("Z", "+00:00"))).total_seconds()
+    except ValueError:
+        return None
+
+
+def duration(seconds: float | None) -> str:
+    """The one duration format (`prov runs` and `prov show` print the same for a run)."""
+    if seconds is None:
+        return ""
+    return f"{seconds:.2f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
+
+
+def state_text(state: str, exit_status: int | None, signal: str | None = None) -> str:
+    """`failed (exit 7)`, `failed (SIGKILL)`, `complete`, `running`."""
+    if state == "failed" and signal:
+        return f"failed ({signal})"
+    if state == "failed" and exit_status not in (None, 0):
+        return f"failed (exit {exit_status})"
+    return state
 
 
 def print_json(data: Any) -> None:
@@ -18,14 +104,17 @@ def print_json(data: Any) -> None:
 
 
 def short(value: Any, width: int = 60) -> str:
+    """Shortened for a terminal; piped output is never truncated (ids must stay copyable)."""
     text = value if isinstance(value, str) else json.dumps(value)
-    return text if len(text) <= width else text[: width - 1] + "…"
+    if len(text) <= width or not is_terminal():
+        return text
+    return text[: width - 1] + "…"
 
 
 def plain_rows(rows: list[tuple[str, str]], stream=None) -> None:
     """Aligned `label  text` lines; bold labels on a terminal. Plain print: rich costs ~25 ms."""
     stream = stream or sys.stdout
-    bold = stream.isatty()
+    bold = is_terminal(stream) and not no_color()
     for label, text in rows:
         head = f"{label:>8}"
         stream.write((f"\033[1m{head}\033[0m" if bold else head) + f"  {text}\n")
@@ -55,5 +144,32 @@ def change_table(title: str, changes, con) -> None:
         for i, c in enumerate(group):
             a = "(absent)" if c.change == "added" else short(c.a, 40)
             b = "(absent)" if c.change == "removed" else short(c.b, 40)
-            table.add_row(section if i == 0 else "", c.key, marks[c.change], a, b)
+            first = i == 0 or not con.is_terminal  # piped: every row names its section
+            table.add_row(section if first else "", c.key, marks[c.change], a, b)
     con.print(table)
+
+
+class StatusLine:
+    """One progress line on stderr, rewritten in place; only when stderr is a terminal
+    (piped or redirected, stderr gets nothing)."""
+
+    def __init__(self, label: str, total: int | None = None) -> None:
+        import threading
+
+        self.label, self.total, self.done = label, total, 0
+        self.live = is_terminal(sys.stderr)
+        self._lock = threading.Lock()  # lookups run in a thread pool
+
+    def step(self, what: str = "") -> None:
+        with self._lock:
+            self.done += 1
+            if not self.live:
+                return
+            of = f"/{self.total}" if self.total else ""
+            sys.stderr.write(f"\r\033[K{self.label} {self.done}{of} {what}"[:200])
+            sys.stderr.flush()
+
+    def close(self) -> None:
+        if self.live and self.done:
+            sys.stderr.write("\r\033[K")
+            sys.stderr.flush()

@@ -48,6 +48,7 @@ def publish(
     allow_unrecorded: bool = typer.Option(
         False, "--allow-unrecorded",
         help="Publish results the run did not record as outputs (said in the statement)."),
+    as_json: bool = typer.Option(False, "--json", help="Print what was published as JSON."),
 ) -> None:
     """Bundle results with their run, manifest, SBOM and an in-toto/SLSA attestation (DSSE)."""
     from provenance.publish.bundle import publish as do_publish
@@ -83,14 +84,23 @@ def publish(
         print(f"published {done.subjects} result(s) to {where}, {how}"
               + (f"; {done.kl_cards} KL disclosure card(s)" if done.kl_cards else ""),
               file=sys.stderr)
+        pushed = None
         if target is not None:
             from provenance.publish.registry import push_bundle
 
             archive = _archive_bytes(done.path, Path(tmp))
             digest, how_ref = push_bundle(archive, image_digest, target)
-            print(f"pushed registry:{target.host}/{target.repository}@{digest} "
-                  f"(subject {image_digest}, {how_ref})", file=sys.stderr)
-            print(f"registry:{target.host}/{target.repository}@{digest}")
+            pushed = f"registry:{target.host}/{target.repository}@{digest}"
+            print(f"pushed {pushed} (subject {image_digest}, {how_ref})", file=sys.stderr)
+            if not as_json:
+                print(pushed)
+        if as_json:
+            from provenance.cli.output import print_json
+
+            print_json({"bundle": str(done.path) if out is not None else None,
+                        "subjects": done.subjects, "signed": done.signed,
+                        "key_id": done.key_id if done.signed else None,
+                        "kl_cards": done.kl_cards, "pushed": pushed})
 
 
 def _image_digest(subject) -> str:

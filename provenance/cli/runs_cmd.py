@@ -18,21 +18,6 @@ STATE_STYLE = {
 }
 
 
-def _duration(started: str, ended: str | None) -> str:
-    if not ended:
-        return ""
-    import datetime as dt
-
-    fmt = "%Y-%m-%dT%H:%M:%S.%fZ"
-    try:
-        secs = (
-            dt.datetime.strptime(ended, fmt) - dt.datetime.strptime(started, fmt)
-        ).total_seconds()
-    except ValueError:
-        return ""
-    return f"{secs:.2f} s" if secs < 120 else f"{secs / 60:.1f} min"
-
-
 def _info_json(info) -> dict:
     return {
         "run_id": info.run_id,
@@ -54,7 +39,7 @@ def runs(
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
 ) -> None:
     """List recorded runs, newest first."""
-    from provenance.cli.output import console, print_json
+    from provenance.cli.output import print_json
     from provenance.store import open_store
 
     store = open_store()
@@ -62,25 +47,20 @@ def runs(
     if as_json:
         print_json([_info_json(i) for i in infos])
         return
-    from rich.table import Table
+    from provenance.cli.output import duration, seconds_between, state_text, table
 
-    from provenance.cli.output import short
+    def styled(row: list[str]) -> list[str]:
+        style = STATE_STYLE.get(row[2].split(" ")[0], "")
+        return [row[0][:12], row[1], f"[{style}]{row[2]}[/{style}]" if style else row[2],
+                *row[3:]]
 
-    table = Table(title=f"runs in {store.root}", title_justify="left")
-    for col in ("run", "name", "state", "exit", "started", "duration", "command"):
-        table.add_column(col, overflow="fold" if col == "command" else "ellipsis")
-    for i in infos:
-        style = STATE_STYLE.get(i.state, "")
-        table.add_row(
-            i.run_id[:12],
-            i.name or "",
-            f"[{style}]{i.state}[/{style}]" if style else i.state,
-            "" if i.exit_status is None else str(i.exit_status),
-            i.started_at.replace("T", " ")[:19],
-            _duration(i.started_at, i.ended_at),
-            short(" ".join(i.command), 80),
-        )
-    console().print(table)
+    rows = [[i.run_id, i.name or "", state_text(i.state, i.exit_status),
+             "" if i.exit_status is None else str(i.exit_status),
+             i.started_at.replace("T", " ")[:19],
+             duration(seconds_between(i.started_at, i.ended_at)), " ".join(i.command)]
+            for i in infos]
+    columns = ["run", "name", "state", "exit", "started", "duration", "command"]
+    table(f"runs in {store.root}", columns, rows, styled)
 
 
 # Libraries whose version decides numerics: CUDA stack, BLAS, torch, attention kernels.
@@ -93,11 +73,11 @@ KEY_LIBS = re.compile(
 
 
 def _print_show(info, rec, all_libs: bool = False) -> None:
-    from provenance.cli.output import plain_rows
+    from provenance.cli.output import duration, plain_rows, seconds_between, state_text
 
     rows = [
         ("run", info.run_id),
-        ("state", info.state),
+        ("state", state_text(info.state, rec.exit_status, rec.signal)),
         ("command", " ".join(rec.command)),
         ("cwd", rec.cwd or ""),
         ("started", rec.started_at),
@@ -105,7 +85,8 @@ def _print_show(info, rec, all_libs: bool = False) -> None:
     if rec.name:
         rows.insert(1, ("name", rec.name))
     if rec.ended_at:
-        rows.append(("ended", f"{rec.ended_at}  ({rec.duration_s or 0:.3f} s)"))
+        took = duration(seconds_between(rec.started_at, rec.ended_at))
+        rows.append(("ended", f"{rec.ended_at}  ({took})"))
     if rec.exit_status is not None:
         sig = f"  ({rec.signal})" if rec.signal else ""
         rows.append(("exit", f"{rec.exit_status}{sig}"))

@@ -23,9 +23,11 @@ def sbom(
     ),
 ) -> None:
     """Write a validated CycloneDX 1.6 SBOM; without a source, for this Python environment."""
+    from provenance.cli.pin_cmd import scan_with_progress
     from provenance.sbom import build_bom, render, resolve_subject
 
-    subject = resolve_subject(image=image, run=run, manifest=manifest)
+    subject = resolve_subject(image=image, run=run, manifest=manifest,
+                              scan=scan_with_progress)
     when = datetime.now(UTC).replace(microsecond=0) if timestamp else None
     text = render(build_bom(subject, timestamp=when), fmt)
     if out is None:

@@ -45,6 +45,8 @@ def verify(
         raise typer.Exit(verify_image_lock(lock, source=image or target, as_json=as_json))
     if target is None:
         raise ProvError("nothing to verify: give a BUNDLE, or --lock FILE")
+    if not target.startswith("registry:") and not Path(target).exists():
+        raise ProvError(f"{target}: no such bundle")  # a missing input is 2, as for --lock
     from provenance.publish.remote import verify_target
 
     report = verify_target(target, key, no_signature)

@@ -77,7 +77,10 @@ def resources(child_usage, usage_at_spawn, usage_at_exit) -> dict[str, Any]:
         "child_max_rss_kb": child_usage.ru_maxrss if child_usage else None,
         "prov_cpu_s": _cpu_s(self_usage),
         "prov_cpu_while_running_s": round(_cpu_s(usage_at_exit) - _cpu_s(usage_at_spawn), 6),
-        "prov_max_rss_kb": self_usage.ru_maxrss,
+        "prov_max_rss_kb": self_usage.ru_maxrss,  # prov alone (RUSAGE_SELF)
+        # the max over every descendant prov waited for: the command and the snapshot's own
+        # probes (a re-snapshot's `import torch` child is ~230 MiB), not prov's memory
+        "descendants_max_rss_kb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss,
     }
 
 

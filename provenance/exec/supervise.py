@@ -174,7 +174,9 @@ def _execute(run: _Run, outputs: Sequence[str | Path], stream: bool,
     usages = (child_usage, usage_at_spawn, resource.getrusage(resource.RUSAGE_SELF))
     logs, lost = _close_logs(out_w, err_w)
     status, signame = process.exit_status(returncode)
-    final = run.record.replace(state="complete", ended_at=now_iso(),
+    # a command that exited non-zero or was killed is a failed run (`failed (exit 7)`)
+    state = "complete" if status == 0 else "failed"
+    final = run.record.replace(state=state, ended_at=now_iso(),
                                duration_s=round(ended - spawned, 6), exit_status=status,
                                logs=logs, signal=signame, warnings=lost or None)
     try:
@@ -260,7 +262,7 @@ def _finish(run: _Run, final: RunRecord, outputs: Sequence[str | Path],
     extra = [(d["digest"], f"log.{k}", d["size"]) for k, d in final.logs.items()]
     digest = run.store.finalize_run(final, run.started, extra)
     shutil.rmtree(run.run_dir, ignore_errors=True)
-    return RunResult(run.record.run_id, final.exit_status, digest, "complete", final)
+    return RunResult(run.record.run_id, final.exit_status, digest, final.state, final)
 
 
 def _store_run_manifest(run: _Run, facts: dict[str, Any]) -> tuple[str, str]:

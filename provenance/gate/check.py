@@ -88,3 +88,4 @@ def gate(a: Manifest, b: Manifest, vary: list[str], config: GateConfig | None = 
     unused = [s for s, changes in varied.items() if not changes]
     return GateResult(d, varied, ignored, refused, unused, patterns,
                       identical=d.identical and not libs_differ, not_loaded=not_loaded)
+

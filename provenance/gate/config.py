@@ -29,6 +29,10 @@ class GateConfig:
         return (spec,)
 
 
+# every key `[tool.prov]` may hold (prov lock writes [tool.prov] into pylock.toml, not here)
+KNOWN_KEYS = frozenset({"ignore", "presets"})
+
+
 def find_pyproject(start: Path | None = None) -> Path | None:
     start = (start or Path.cwd()).absolute()
     for d in (start, *start.parents):
@@ -60,6 +64,10 @@ def load_config(start: Path | None = None) -> GateConfig:
     if not isinstance(section, dict):
         return config
     config.source = str(path)
+    unknown = sorted(set(section) - KNOWN_KEYS)
+    if unknown:  # a typo (`ignor`) would otherwise silently ignore nothing
+        raise ProvError(f"{path}: [tool.prov] has unknown key(s) {', '.join(unknown)} "
+                        f"(known: {', '.join(sorted(KNOWN_KEYS))})")
     if "ignore" in section:
         config.ignore = config.ignore + _string_list(section["ignore"], f"{path}: tool.prov.ignore")
     presets = section.get("presets", {})

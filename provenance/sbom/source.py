@@ -11,8 +11,10 @@ from provenance.publish.inputs import Subject, load_run
 
 
 def resolve_subject(
-    image: str | None = None, run: str | None = None, manifest: Path | None = None
+    image: str | None = None, run: str | None = None, manifest: Path | None = None,
+    scan=None,
 ) -> Subject:
+    """`scan`: how to read an image (the CLI passes its scan with a progress bar)."""
     options = (("--image", image), ("--run", run), ("--manifest", manifest))
     given = [name for name, v in options if v]
     if len(given) > 1:
@@ -24,7 +26,7 @@ def resolve_subject(
         info, m = load_run(run)
         return Subject(m, label=f"run {info.run_id}", kind="run", run=info, local=is_local(m))
     if image is not None:
-        return Subject(scan_image_manifest(image), label=image, kind="image")
+        return Subject(scan_image_manifest(image, scan), label=image, kind="image")
     return this_environment()
 
 
@@ -40,10 +42,10 @@ def is_local(m: Manifest) -> bool:
     return m.get("python.executable") == sys.executable and m.get("python.prefix") == sys.prefix
 
 
-def scan_image_manifest(source: str) -> Manifest:
+def scan_image_manifest(source: str, scanner=None) -> Manifest:
     from containers import scan_image
 
-    scan = scan_image(source)
+    scan = (scanner or scan_image)(source)
     try:
         return Manifest(facts=scan.facts())
     except ManifestError as exc:

@@ -221,7 +221,13 @@ def test_unreachable_service_is_reported_not_clean(tmp_path):
         port = s.getsockname()[1]
     r = prov("audit", "--manifest", str(_manifest(tmp_path)), "--osv-url",
              f"http://127.0.0.1:{port}/v1/query", "--timeout", "5")
-    assert r.returncode == 3
+    assert r.returncode == 4  # EXIT_UNAVAILABLE (was 3, the gate's "refused")
     assert "unreachable" in r.stderr and "NOTHING was audited (5 packages not audited)" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
     assert "no known vulnerabilities" not in (r.stdout + r.stderr).lower()
+    j = prov("audit", "--manifest", str(_manifest(tmp_path)), "--osv-url",
+             f"http://127.0.0.1:{port}/v1/query", "--timeout", "5", "--json")
+    assert j.returncode == 4
+    doc = json.loads(j.stdout)
+    assert doc["audited"] == 0 and doc["not_audited"] == 5 and doc["findings"] == []
+    assert all("unreachable" in s["reason"] for s in doc["skipped"])

@@ -28,16 +28,17 @@ def test_runs_table_json_and_show(penv):
     assert [r["name"] for r in runs] == ["r2", "r1", "r0"]  # newest first
     assert [r["exit_status"] for r in runs] == [2, 1, 0]
     table = prov("runs", env=penv).stdout.decode()
-    for r in runs:
-        assert r["run_id"][:12] in table
-    assert "complete" in table
+    for r in runs:  # piped: whole ids, tab-separated
+        assert f"{r['run_id']}\t" in table
+    assert "complete" in table and "failed (exit 2)" in table  # was "complete" (issue #18)
     rid = runs[1]["run_id"]
     human = prov("show", rid[:7], env=penv)
     assert human.returncode == 0
     text = human.stdout.decode()
     assert rid in text and "exit  1" in text and "k=v" in text
     rec = show_json(rid, penv)
-    assert rec["tags"] == {"k": "v"} and rec["state"] == "complete"
+    assert rec["tags"] == {"k": "v"} and rec["state"] == "failed"  # exit 1 (was "complete")
+    assert "failed (exit 1)" in text
     assert "no such run" in one_line_error(prov("show", "fffffff", env=penv))
     assert "has no stored" in one_line_error(prov("show", rid, "--cat", "nothing", env=penv))
     bad = prov("exec", "--tag", "novalue", "--", "true", env=penv)

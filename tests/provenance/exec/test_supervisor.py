@@ -53,7 +53,7 @@ def test_exit_one_is_passed_through(penv):
     p = prov("exec", "-q", "--", "sh", "-c", "exit 1", env=penv)
     assert p.returncode == 1
     rec = last_run(penv)
-    assert rec["exit_status"] == 1 and rec["state"] == "complete"
+    assert rec["exit_status"] == 1 and rec["state"] == "failed" # issue #18: a non-zero exit is "failed" (was "complete")
 
 
 def test_child_killed_by_sigkill_exits_137(penv):
@@ -96,7 +96,7 @@ def test_signal_sent_to_prov_is_delivered_to_the_child(penv, sig):
     assert out == f"got {sig.name}\n".encode()
     assert proc.returncode == 100 + sig, err
     rec = last_run(penv)
-    assert rec["exit_status"] == 100 + sig and rec["state"] == "complete"
+    assert rec["exit_status"] == 100 + sig and rec["state"] == "failed" # issue #18: a non-zero exit is "failed" (was "complete")
 
 
 def test_stdin_is_passed_through(penv):
@@ -281,9 +281,9 @@ def test_run_supervised_api(tmp_path, prov_cache, monkeypatch):
         env_extra={"EXTRA_VAR": "x"},
         stream=False,
     )
-    assert r.exit_status == 4 and r.state == "complete"
+    assert r.exit_status == 4 and r.state == "failed" # issue #18: a non-zero exit is "failed" (was "complete")
     info = store.get_run(r.run_id[:8])
-    assert info.record_digest == r.record_digest and info.state == "complete"
+    assert info.record_digest == r.record_digest and info.state == "failed"
     assert store.get_bytes(info.record.logs["stdout"]["digest"]) == b"quiet\n"
     m = resolve(r.run_id, store).manifest
     assert m.get("run.params.attention_backend") == "FLASHINFER"
@@ -448,6 +448,6 @@ def test_run_supervised_from_several_threads_into_one_store(tmp_path, prov_cache
     assert [r.exit_status for r in results] == [0, 1, 2, 3]
     for i, r in enumerate(results):
         info = store.get_run(r.run_id)
-        assert info.state == "complete" and info.name == f"t{i}"
+        assert info.state == ("complete" if i == 0 else "failed") and info.name == f"t{i}"
         assert store.get_bytes(info.record.logs["stdout"]["digest"]) == f"{i}\n".encode()
     assert store.fsck().ok

@@ -33,14 +33,11 @@ def test_one_gib_of_stdout_with_bounded_memory(penv, tmp_path):
             stdout=devnull,
             stderr=subprocess.PIPE,
         )
-        _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    assert proc.returncode == 0, proc.stderr.read()
-    proc.stderr.close()
-    # ru_maxrss (KiB) of prov and every descendant it waited for: far below the 1 GiB
-    # streamed. (Loose: on a shared machine a package change during the run makes prov
-    # re-snapshot, and the torch probe child it then starts weighs ~350 MiB.)
-    assert usage.ru_maxrss < 512 * 1024, usage.ru_maxrss
+        _, err = proc.communicate()
+    assert proc.returncode == 0, err
+    # Not wait4's ru_maxrss: that is the max over prov AND every descendant (a re-snapshot's
+    # torch probe child, when the environment changed during the run, peaks at ~230 MiB
+    # here and 820 MiB was seen on a loaded machine); the record holds prov's own peak.
     rec = show_json(runs_json(penv)[0]["run_id"], penv)
     assert rec["logs"]["stdout"] == {"digest": f"sha256:{expected}", "size": GIB}
     # prov's own peak (getrusage(RUSAGE_SELF) at the end of the run): a few 1 MiB chunks
@@ -49,10 +46,30 @@ def test_one_gib_of_stdout_with_bounded_memory(penv, tmp_path):
         rec["resources"]["prov_max_rss_kb"],
         baseline_kb,
     )
+    # the command's own tree (sh, head) is what it is, whatever prov re-snapshots beside it
+    assert rec["resources"]["child_max_rss_kb"] < 64 * 1024, rec["resources"]
+    assert rec["resources"]["descendants_max_rss_kb"] >= rec["resources"]["child_max_rss_kb"]
     # the stored log is the real bytes (verified on read by fsck)
     fsck = subprocess.run([PROV, "store", "fsck", "--json"], env=penv, capture_output=True)
     assert json.loads(fsck.stdout)["ok"] is True
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss < 1 << 20  # the test itself too
+
+
+def test_a_resnapshot_during_the_run_does_not_count_as_prov_memory(penv, tmp_path):
+    """The command changes a sys.path entry, so prov re-snapshots after it: prov's own peak
+    stays a run's, whatever the re-snapshot's probe children weigh."""
+    extra = tmp_path / "sp"
+    extra.mkdir()
+    env = {**penv, "PYTHONPATH": os.pathsep.join(filter(None, [penv.get("PYTHONPATH"),
+                                                               str(extra)]))}
+    assert prov("exec", "-q", "--", "true", env=env).returncode == 0
+    quiet = show_json(runs_json(env)[0]["run_id"], env)["resources"]["prov_max_rss_kb"]
+    r = prov("exec", "-q", "--", "sh", "-c", f"head -c 256M /dev/zero; touch {extra}/new",
+             env=env)
+    assert r.returncode == 0, r.stderr
+    rec = show_json(runs_json(env)[0]["run_id"], env)
+    assert rec["drift"].get("resnapshot") or rec["drift"].get("detected"), rec["drift"]
+    assert rec["resources"]["prov_max_rss_kb"] < quiet + 48 * 1024, (rec["resources"], quiet)
 
 
 def test_random_sigkills_leave_a_consistent_store(penv):

@@ -123,6 +123,24 @@ def test_pyproject_adds_presets_extends_builtins_and_ignores(tmp_path):
         load_config(sub)
 
 
+def test_unknown_tool_prov_key_is_an_error_naming_it(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("[tool.prov]\nignor = ['env.X']\n")
+    with pytest.raises(ProvError, match="unknown key.*ignor") as err:
+        load_config(tmp_path)
+    assert err.value.exit_code == 2
+
+
+def test_refusal_suggests_the_threads_preset():
+    from provenance.gate import suggest_presets
+
+    a = manifest()
+    b = manifest(env={"OMP_NUM_THREADS": "8"})
+    r = gate(a, b, [])
+    keys = [c.key for c in r.refused]
+    assert suggest_presets(GateConfig().presets, keys) == {"threads": ["env.OMP_NUM_THREADS"]}
+    assert gate(a, b, ["threads"]).ok
+
+
 # -- real runs through the CLI ---------------------------------------------------------
 
 
@@ -136,6 +154,11 @@ def test_cli_env_var_only_runs(penv):
     err = refused.stderr.decode()
     assert "env.CUBLAS_WORKSPACE_CONFIG" in err and ":4096:8" in err and "REFUSED" in err
     assert "Traceback" not in err
+    env_c = {**penv, "OMP_NUM_THREADS": "3"}
+    assert prov("exec", "-q", "--", "true", env=env_c).returncode == 0
+    c = runs_json(penv)[0]["run_id"]
+    threads = prov("compare", a, c, env=penv)
+    assert threads.returncode == 3 and "--vary threads" in threads.stderr.decode()
     ok = prov("compare", a, b, "--vary", "env.CUBLAS_WORKSPACE_CONFIG", "--json", env=penv)
     assert ok.returncode == 0, ok.stderr
     doc = json.loads(ok.stdout)
