@@ -51,6 +51,8 @@ RULES: tuple[Rule, ...] = (
          deep=("provenance.model", "provenance.store", "provenance.gate"),
          public=ROOMS_PUBLIC),
     Rule(("provenance.cli",), everything=True),
+    # `python -m provenance`: the CLI's entry point and nothing else
+    Rule(("provenance.__main__",), public=("provenance.cli",)),
     # `prov keygen`'s keys: part of publishing until it moves into provenance/publish/.
     Rule(("provenance.keys",), deep=("provenance.model",)),
     Rule(("provenance",)),  # the package itself: `import provenance` stays cheap

@@ -31,7 +31,7 @@ def audit(
     """Audit Python packages for known vulnerabilities. Exit 1: vulnerable; 4: not audited."""
     from provenance.audit import packages_of
     from provenance.audit.base import EXIT_NOT_AUDITED, EXIT_VULNERABLE
-    from provenance.cli.pin_cmd import scan_with_progress
+    from provenance.cli.image_scan import scan_with_progress
     from provenance.sbom import resolve_subject
 
     if osv_db is not None and osv_url is not None:

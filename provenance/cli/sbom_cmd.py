@@ -23,7 +23,7 @@ def sbom(
     ),
 ) -> None:
     """Write a validated CycloneDX 1.6 SBOM; without a source, for this Python environment."""
-    from provenance.cli.pin_cmd import scan_with_progress
+    from provenance.cli.image_scan import scan_with_progress
     from provenance.sbom import build_bom, render, resolve_subject
 
     subject = resolve_subject(image=image, run=run, manifest=manifest,
