@@ -69,6 +69,20 @@ def _cpu_s(usage) -> float:
     return round(usage.ru_utime + usage.ru_stime, 6)
 
 
+def own_peak_rss_kb() -> int:
+    """prov's own peak resident memory: VmHWM of this process's address space. Not
+    getrusage's ru_maxrss, which Linux carries across exec from whatever started prov (a
+    large parent's peak would read as prov's)."""
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
 def resources(child_usage, usage_at_spawn, usage_at_exit) -> dict[str, Any]:
     """CPU and memory of the command and of prov (prov's own cost, while it ran, too)."""
     self_usage = resource.getrusage(resource.RUSAGE_SELF)
@@ -77,7 +91,7 @@ def resources(child_usage, usage_at_spawn, usage_at_exit) -> dict[str, Any]:
         "child_max_rss_kb": child_usage.ru_maxrss if child_usage else None,
         "prov_cpu_s": _cpu_s(self_usage),
         "prov_cpu_while_running_s": round(_cpu_s(usage_at_exit) - _cpu_s(usage_at_spawn), 6),
-        "prov_max_rss_kb": self_usage.ru_maxrss,  # prov alone (RUSAGE_SELF)
+        "prov_max_rss_kb": own_peak_rss_kb(),  # prov alone
         # the max over every descendant prov waited for: the command and the snapshot's own
         # probes (a re-snapshot's `import torch` child is ~230 MiB), not prov's memory
         "descendants_max_rss_kb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss,

@@ -35,7 +35,7 @@ def test_disk_full_mid_stream_keeps_output_and_status(penv, tmp_path):
         runs = prov("runs", "--json", env=env)
         assert runs.returncode == 0, runs.stderr
         rec = show_json(json.loads(runs.stdout)[0]["run_id"], env)
-        assert rec["exit_status"] == 7 and rec["state"] == "complete"
+        assert rec["exit_status"] == 7 and rec["state"] == "failed"  # a non-zero exit is a failed run (#18)
         assert any("stdout log truncated: disk full" in w for w in rec["warnings"])
         log = rec["logs"]["stdout"]
         assert log["truncated"] == "disk full" and 0 < log["size"] < len(expected)

@@ -40,14 +40,14 @@ def test_one_gib_of_stdout_with_bounded_memory(penv, tmp_path):
     # here and 820 MiB was seen on a loaded machine); the record holds prov's own peak.
     rec = show_json(runs_json(penv)[0]["run_id"], penv)
     assert rec["logs"]["stdout"] == {"digest": f"sha256:{expected}", "size": GIB}
-    # prov's own peak (getrusage(RUSAGE_SELF) at the end of the run): a few 1 MiB chunks
+    # prov's own peak (VmHWM of prov's address space at the end of the run): a few 1 MiB chunks
     # above a run with no output at all (margin for an in-process re-snapshot on drift)
     assert rec["resources"]["prov_max_rss_kb"] < baseline_kb + 48 * 1024, (
         rec["resources"]["prov_max_rss_kb"],
         baseline_kb,
     )
-    # the command's own tree (sh, head) is what it is, whatever prov re-snapshots beside it
-    assert rec["resources"]["child_max_rss_kb"] < 64 * 1024, rec["resources"]
+    # the command's own peak is recorded beside prov's (what it is depends on the command
+    # and on what Linux carries over from the process that spawned it: not prov's to bound)
     assert rec["resources"]["descendants_max_rss_kb"] >= rec["resources"]["child_max_rss_kb"]
     # the stored log is the real bytes (verified on read by fsck)
     fsck = subprocess.run([PROV, "store", "fsck", "--json"], env=penv, capture_output=True)
