@@ -92,6 +92,12 @@ class LibrarySampler:
             for path in parse_maps(data):
                 self.paths.setdefault(path, set()).add(pid)
 
+    def add_paths(self, maps: dict[int, list[str]]) -> None:
+        """Mapped files seen another way (the in-process probe's maps at exit), per pid."""
+        for pid, paths in maps.items():
+            for path in paths:
+                self.paths.setdefault(path, set()).add(pid)
+
     def results(self, hasher: FileHasher | None = None, env: Mapping[str, str] | None = None,
                 versions: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
         """One entry per mapped file: path, name, size, sha256, and for a file a JIT

@@ -37,6 +37,7 @@ from provenance.exec.jit import package_versions
 from provenance.exec.libraries import LibrarySampler
 from provenance.exec.outputs import hash_outputs, ingest_run_dir
 from provenance.exec.probe import host as probe
+from provenance.exec.probe.processes import exit_maps
 from provenance.exec.record import (
     failed_record,
     resources,
@@ -240,6 +241,8 @@ def _finish(run: _Run, final: RunRecord, outputs: Sequence[str | Path],
     # a run with declared parameters is a prov worker: its command line is prov's own,
     # built from those parameters (identity already) and per-run paths
     command = None if run.record.params else run.argv
+    if sampler is not None:  # what each Python process had mapped at its exit, which
+        sampler.add_paths(exit_maps(run.run_dir))  # periodic sampling can miss
     probe_facts = probe.collect(run.run_dir, command,  # consumes run_dir/probe
                                 [run.workdir / p for p in outputs])
     probe.merge_into(facts, redact_tree(probe_facts, key))

@@ -146,11 +146,13 @@ class Store:
     @property
     def writable(self) -> bool:
         """Whether this process may write the store (False on a read-only mount; root
-        passes mode bits, so access() is asked, which also sees EROFS)."""
+        passes mode bits, so access() is asked, which also sees EROFS). Asked with the
+        effective ids and capabilities, as the writes themselves will be (a process of
+        another uid with CAP_DAC_OVERRIDE writes where plain access() would say no)."""
         probe = self.root
         while not probe.exists() and probe != probe.parent:
             probe = probe.parent  # a store not made yet is made under its nearest ancestor
-        return os.access(probe, os.W_OK)
+        return os.access(probe, os.W_OK, effective_ids=True)
 
     def require_writable(self) -> None:
         if not self.writable:

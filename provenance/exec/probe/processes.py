@@ -98,6 +98,11 @@ def read_processes(run_dir: str | Path) -> list[Process]:
     return out
 
 
+def exit_maps(run_dir: str | Path) -> dict[int, list[str]]:
+    """pid -> the files each probed process had mapped when it last wrote its facts."""
+    return {p.pid: p.maps for p in read_processes(run_dir) if p.maps}
+
+
 def _assign_roles(processes: list[Process]) -> None:
     pids = {p.pid for p in processes}
     for p in processes:
