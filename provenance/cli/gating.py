@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from provenance.model import split_key
 from provenance.model.errors import EXIT_REFUSED, ProvError
 
 
@@ -42,7 +43,7 @@ def gate_check(vary: list[str], store=None, standalone: bool = False):
             change_table(f"REFUSED: {len(refused)} identity key(s) differ and no "
                          "--vary covers them", refused, console(stderr=True))
             keys = [ch.key for ch in refused]
-            shown = ", ".join(keys[:8]) + (f" (+{len(keys) - 8} more)" if len(keys) > 8 else "")
+            shown = _summary(keys)
             raise ProvError(
                 f"refused: runs {ref.run_id} and {cand.run_id} differ in {len(keys)} identity "
                 f"key(s) not covered by --vary {' '.join(vary) or '(none)'}: {shown}",
@@ -54,3 +55,17 @@ def gate_check(vary: list[str], store=None, standalone: bool = False):
                 "loaded_libraries_compared": c.libraries_compared}
 
     return check
+
+
+def _summary(keys: list[str], most: int = 8) -> str:
+    """The refused keys in one line: every key when few, else where they are (the first two
+    segments of each key, largest groups first), so a long list still says what differs."""
+    if len(keys) <= most:
+        return ", ".join(keys)
+    groups: dict[str, int] = {}
+    for key in keys:
+        head = ".".join(split_key(key)[:2])
+        groups[head] = groups.get(head, 0) + 1
+    ranked = sorted(groups.items(), key=lambda kv: (-kv[1], kv[0]))
+    shown = ", ".join(f"{head} ({n})" for head, n in ranked[:most])
+    return shown + (f" (+{len(ranked) - most} more groups)" if len(ranked) > most else "")

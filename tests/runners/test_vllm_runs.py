@@ -54,7 +54,8 @@ def test_vllm_vs_transformers_divergence(vllm_python, demo_model, tmp_path):
     assert "engines.vllm.version" in p.stderr.strip().splitlines()[-1] or \
         "python.packages" in p.stderr.strip().splitlines()[-1]
     # env: the vLLM worker runs with its own VLLM_*/HF_* settings and PYTHONPATH
-    varies = ("--vary", "python.packages", "--vary", "engines", "--vary", "libs",
+    # code: the distributions each process imported (the in-process probe) differ too
+    varies = ("--vary", "python.packages", "--vary", "engines", "--vary", "libs", "--vary", "code",
               "--vary", "runtime", "--vary", "env")
     p = _cli(vllm_python, tmp_path, "diverge", *common, *varies)
     assert p.returncode == 0, p.stderr[-3000:]
