@@ -19,11 +19,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-_NORMALIZE = re.compile(r"[-_.]+")
-
-
-def normalize(name: str) -> str:
-    return _NORMALIZE.sub("-", name).lower()
+from provenance.model.names import normalize_name as normalize
 
 
 @dataclass(frozen=True)

@@ -8,16 +8,11 @@ changed since the snapshot cannot leak into its SBOM.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from importlib import metadata
 from typing import Any
 
-_NORMALIZE = re.compile(r"[-_.]+")
-
-
-def normalize(name: str) -> str:
-    return _NORMALIZE.sub("-", name).lower()
+from provenance.model.names import normalize_name as normalize
 
 
 @dataclass(frozen=True)

@@ -9,20 +9,13 @@ from __future__ import annotations
 import csv
 import json
 import os
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from provenance.model.names import normalize_name
+
 DPKG_INFO = Path("/var/lib/dpkg/info")
 _SITE_DIRS = ("site-packages", "dist-packages")
-_NORMALIZE = re.compile(r"[-_.]+")
-
-
-def normalize_name(name: str) -> str:
-    """PEP 503, as the snapshot keys python.packages."""
-    return _NORMALIZE.sub("-", name).lower()
-
-
 @dataclass(frozen=True)
 class Owned:
     """A file in one distribution's RECORD: the dist and the hash RECORD states."""
