@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import resource
 import signal
 import subprocess
 import time
@@ -52,7 +51,6 @@ def test_one_gib_of_stdout_with_bounded_memory(penv, tmp_path):
     # the stored log is the real bytes (verified on read by fsck)
     fsck = subprocess.run([PROV, "store", "fsck", "--json"], env=penv, capture_output=True)
     assert json.loads(fsck.stdout)["ok"] is True
-    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss < 1 << 20  # the test itself too
 
 
 def test_a_resnapshot_during_the_run_does_not_count_as_prov_memory(penv, tmp_path):
