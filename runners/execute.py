@@ -13,7 +13,14 @@ from provenance.model.atomic import write_atomic
 from provenance.store import RunRecord
 from runners.arrays import npy_bytes
 from runners.engines import EngineConfig
-from runners.launch import Launcher, LaunchError, standalone, worker_argv, worker_env
+from runners.launch import (
+    Launcher,
+    LaunchError,
+    check_launched,
+    standalone,
+    worker_argv,
+    worker_env,
+)
 from runners.prepare import Prepared
 
 
@@ -39,9 +46,7 @@ def execute(config: EngineConfig, prep: Prepared, workdir: Path, name: str, bloc
     params = {"engine": config.engine, **{k: v for k, v in config.options if k != "python"}}
     done = launcher(argv, name=name, env=worker_env(config),
                     outputs=(out / "scores.npz", out / "run.json"), params=params)
-    if done.returncode != 0:
-        tail = done.stderr_tail.strip().splitlines()[-1:] or ["(no output)"]
-        raise LaunchError(f"{name} ({config.spec}) exited {done.returncode}: {tail[0]}")
+    check_launched(done, f"{name} ({config.spec})")
     meta = json.loads((out / "run.json").read_text())
     with np.load(out / "scores.npz") as npz:
         if not np.array_equal(npz["ids"], prep.ids):

@@ -36,6 +36,17 @@ class Launched:
     run_id: str | None = None
     record: RunRecord | None = None  # the final run record (supervised launches)
     stderr_tail: str = ""
+    interrupted: bool = False  # the user's ^C (or SIGTERM/SIGHUP) reached the worker
+
+
+def check_launched(done: Launched, what: str) -> None:
+    """A worker the user interrupted interrupts the caller too (whatever status it died
+    with: Python can exit 1 on a ^C at start-up); any other non-zero exit is a LaunchError."""
+    if done.interrupted:
+        raise KeyboardInterrupt(f"{what} interrupted")
+    if done.returncode != 0:
+        tail = done.stderr_tail.strip().splitlines()[-1:] or ["(no output)"]
+        raise LaunchError(f"{what} exited {done.returncode}: {tail[0]}")
 
 
 class Launcher(Protocol):
@@ -120,7 +131,7 @@ def supervised(store: Any = None, stream: bool = False) -> Launcher:
         tail = ""
         if res.exit_status != 0:
             tail = _stored_log(store, res.record, "stderr")
-        return Launched(res.exit_status, res.run_id, res.record, tail)
+        return Launched(res.exit_status, res.run_id, res.record, tail, res.interrupted)
 
     return launch
 

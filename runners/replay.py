@@ -25,7 +25,7 @@ from provenance.store import RunRecord
 from runners.analysis import find_clusters, position_stats
 from runners.engines import EngineConfig, EngineError
 from runners.fingerprint import model_digest, tokenizer_digest
-from runners.launch import Launcher, LaunchError, standalone, worker_env, worker_python
+from runners.launch import Launcher, check_launched, standalone, worker_env, worker_python
 from runners.results import write_result
 from runners.workstream.checks import OK, check_turn
 from runners.workstream.kvquant import KV_CACHE_CHOICES
@@ -107,9 +107,7 @@ def _launch(cfg: ReplayConfig, model: Path, job: Path, out: Path, name: str,
         params["kv_cache_dtype"] = f"{cfg.kv_cache}-emulated"
     done = launcher(argv, name=name, env=worker_env(cfg.engine),
                     outputs=(out / "scores.npz", out / "replay.json"), params=params)
-    if done.returncode != 0:
-        tail = done.stderr_tail.strip().splitlines()[-1:] or ["(no output)"]
-        raise LaunchError(f"{name} ({cfg.label}) exited {done.returncode}: {tail[0]}")
+    check_launched(done, f"{name} ({cfg.label})")
     meta = json.loads((out / "replay.json").read_text())
     with np.load(out / "scores.npz") as npz:
         return ReplayRun(cfg, meta, npz["scores"], done.run_id, done.record)

@@ -117,12 +117,17 @@ class Foreground:
             self._set(self.saved)
 
 
-def install_forwarding(pid: int) -> dict[int, Any]:
-    """Forward terminal and job-control signals to the command's process group."""
+INTERRUPTS = frozenset({signal.SIGINT, signal.SIGTERM, signal.SIGHUP})
+
+
+def install_forwarding(pid: int, forwarded: list[int]) -> dict[int, Any]:
+    """Forward terminal and job-control signals to the command's process group; each one
+    forwarded is appended to `forwarded` (a caller can tell the user interrupted the run)."""
     if threading.current_thread() is not threading.main_thread():
         return {}
 
     def forward(signum, _frame) -> None:
+        forwarded.append(signum)
         with contextlib.suppress(ProcessLookupError):
             os.killpg(pid, signum)
 

@@ -67,6 +67,7 @@ class RunResult:
     record_digest: str
     state: str  # complete, or failed (prov or the exec itself failed)
     record: RunRecord
+    interrupted: bool = False  # prov forwarded ^C, SIGTERM or SIGHUP to the command
 
 
 @dataclass
@@ -164,7 +165,8 @@ def _execute(run: _Run, outputs: Sequence[str | Path], stream: bool,
     spawned = time.time()
     fg = process.Foreground(owns_terminal)
     fg.give(proc.pid)
-    handlers = process.install_forwarding(proc.pid)
+    forwarded: list[int] = []
+    handlers = process.install_forwarding(proc.pid, forwarded)
     try:
         returncode, child_usage, sampler = watch(proc, out_w, err_w, stream,
                                                  sample_libraries, fg)
@@ -181,9 +183,11 @@ def _execute(run: _Run, outputs: Sequence[str | Path], stream: bool,
                                duration_s=round(ended - spawned, 6), exit_status=status,
                                logs=logs, signal=signame, warnings=lost or None)
     try:
-        return _finish(run, final, outputs, sampler, usages)
+        result = _finish(run, final, outputs, sampler, usages)
     except (OSError, sqlite3.Error, StoreFull) as exc:
-        return _unrecorded(run, final, exc)
+        result = _unrecorded(run, final, exc)
+    result.interrupted = bool(process.INTERRUPTS.intersection(forwarded))
+    return result
 
 
 def _close_logs(out_w, err_w) -> tuple[dict[str, Any], list[str]]:

@@ -28,10 +28,7 @@ class LocalExecutor:
                 failures.append(f"attempt {attempt}: {exc}")
                 break
             except (LaunchError, OSError) as exc:
-                # In the main thread the supervisor forwards ^C to the worker, which dies of
-                # it (130): that is the user interrupting the sweep, not a cell to retry.
-                if isinstance(exc, LaunchError) and " exited 130:" in str(exc):
-                    raise KeyboardInterrupt(str(exc)) from None
+                # (a worker the user's ^C reached raises KeyboardInterrupt: launch.check_launched)
                 failures.append(f"attempt {attempt}: {exc}")
                 on_event(p["cell_id"], "retrying", {"error": str(exc)})
                 continue
