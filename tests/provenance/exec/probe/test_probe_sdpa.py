@@ -81,8 +81,8 @@ def test_show_lists_the_sdpa_kernel_in_the_engine_block(penv, tmp_path):
     assert "sdpa kernel MATH: " + SIG + "MATH" in lines
 
 
-# keywords and positions, a mask, a second dtype; TorchScript, FX and a dispatch mode see
-# what they see without the probe
+# keywords and positions, a mask, a second dtype; TorchScript, FX, a dispatch mode and
+# torch.compile's tracer see what they see without the probe
 TRACED = """
 import torch, torch.nn.functional as F
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -102,6 +102,8 @@ class Log(TorchDispatchMode):
         return func(*args, **(kwargs or {}))
 with Log():
     F.scaled_dot_product_attention(q, q, q)
+e = torch._dynamo.explain(lambda x: F.scaled_dot_product_attention(x * 2, x, x, is_causal=True))(q)
+print("graphs", e.graph_count, "breaks", e.graph_break_count)  # the wrapper is traced through
 """
 
 
@@ -112,9 +114,11 @@ def test_output_tracing_and_dispatch_are_unchanged_and_both_calls_are_recorded(t
     assert probed.returncode == plain.returncode == 0, probed.stderr
     assert (probed.stdout, probed.stderr) == (plain.stdout, plain.stderr)
     assert b"scaled_dot_product_attention" in plain.stdout  # FX and TorchScript saw the op
+    assert plain.stdout.endswith(b"graphs 1 breaks 0\n")
     [doc] = probe_files(tmp_path)
     seen = {(e["dtype"], e["has_mask"], e["is_causal"]) for e in doc["torch"]["sdpa_kernels"]}
-    # the call inside the dispatch mode is not asked about (the mode would see the question)
+    # neither the call inside the dispatch mode (the mode would see the question) nor the
+    # one being traced by dynamo is asked about
     assert seen == {("float32", True, False), ("float64", False, True)}
     assert doc["errors"] == []
 
