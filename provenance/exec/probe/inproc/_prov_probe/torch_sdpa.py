@@ -21,14 +21,19 @@ only, Python 3.8+.
 
 import sys
 
-_ALLOWED = (("FLASH_ATTENTION", "flash_sdp_enabled"),
-            ("EFFICIENT_ATTENTION", "mem_efficient_sdp_enabled"),
-            ("CUDNN_ATTENTION", "cudnn_sdp_enabled"), ("MATH", "math_sdp_enabled"))
+_ALLOWED = (("FLASH_ATTENTION", "flash_sdp_enabled", "_get_flash_sdp_enabled"),
+            ("EFFICIENT_ATTENTION", "mem_efficient_sdp_enabled",
+             "_get_mem_efficient_sdp_enabled"),
+            ("CUDNN_ATTENTION", "cudnn_sdp_enabled", "_get_cudnn_sdp_enabled"),
+            ("MATH", "math_sdp_enabled", "_get_math_sdp_enabled"))
 
 
 def _allowed_getters(torch):
-    """The getters of the backends a call may use (`sdpa_kernel` sets them)."""
-    return tuple(getattr(torch.backends.cuda, flag) for _, flag in _ALLOWED)
+    """The getters of the backends a call may use (`sdpa_kernel` sets them): torch._C's
+    own where it has them (what `torch.backends.cuda.*_sdp_enabled` return; one call less
+    on every sdpa call), else the public ones."""
+    return tuple(getattr(torch._C, c, None) or getattr(torch.backends.cuda, public)
+                 for _, public, c in _ALLOWED)
 
 
 def _observable(torch):
@@ -51,6 +56,7 @@ class SdpaWatcher:
         self.seen = set()
         self.kernels = []  # one dict per signature, in the order first seen
         self.allowed = _allowed_getters(torch)
+        self.plain = torch.Tensor
 
     def install(self):
         torch = self.torch
@@ -91,21 +97,25 @@ class SdpaWatcher:
 
     def observe(self, args, kwargs):
         """Called after every sdpa call: kept cheap (no helper calls until a new signature)."""
-        torch, n = self.torch, len(args)
-        q = args[0] if n > 0 else kwargs.get("query")
-        k = args[1] if n > 1 else kwargs.get("key")
-        v = args[2] if n > 2 else kwargs.get("value")
-        mask = args[3] if n > 3 else kwargs.get("attn_mask")
-        plain = torch.Tensor
+        n, plain = len(args), self.plain
+        if n >= 3 and not kwargs:  # the common form: positions only
+            q, k, v = args[0], args[1], args[2]
+            mask = args[3] if n > 3 else None
+        else:
+            q = args[0] if n > 0 else kwargs.get("query")
+            k = args[1] if n > 1 else kwargs.get("key")
+            v = args[2] if n > 2 else kwargs.get("value")
+            mask = args[3] if n > 3 else kwargs.get("attn_mask")
         if type(q) is not plain or type(k) is not plain or type(v) is not plain or (
                 mask is not None and type(mask) is not plain):
             return  # nothing of a traced or subclassed tensor is touched (FX would record it)
         dropout = float(args[4] if n > 4 else kwargs.get("dropout_p", 0.0))
         causal = bool(args[5] if n > 5 else kwargs.get("is_causal", False))
         gqa = bool(kwargs.get("enable_gqa", False))
-        allowed = tuple([get() for get in self.allowed])
+        flash, efficient, cudnn, math = self.allowed
         signature = (q.device.type, q.dtype, q.shape[-1], mask is not None, causal,
-                     dropout > 0, gqa, allowed)
+                     dropout > 0, gqa, (flash(), efficient(), cudnn(), math()))
+        torch = self.torch
         if signature in self.seen or _observable(torch):
             return  # not marked seen when observable: a later plain call is asked
         self.seen.add(signature)
@@ -120,7 +130,7 @@ class SdpaWatcher:
 
     def _entry(self, signature, choice):
         device, dtype, head_dim, has_mask, causal, dropout, gqa, flags = signature
-        allowed = "+".join(name for i, (name, _) in enumerate(_ALLOWED) if flags[i])
+        allowed = "+".join(row[0] for i, row in enumerate(_ALLOWED) if flags[i])
         name = str(dtype)
         backend = self.torch.nn.attention.SDPBackend
         kernel = next((b for b, m in backend.__members__.items() if int(m) == int(choice)),
