@@ -5,17 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from provenance.collectors import (
-    cpu,
-    engines,
-    env,
-    foreign,
-    gpu,
-    host,
-    os_info,
-    python_env,
-    torch_probe,
-)
+from provenance.collectors import cpu, engines, env, gpu, host, os_info, torch_probe
 from provenance.collectors.base import Collected, CollectorWarnings, run_all, run_one, unavailable
 from provenance.model import Manifest
 
@@ -41,6 +31,8 @@ class SnapshotOptions:
 
 def _python_in_process(verify: bool):
     def collect(warnings: CollectorWarnings) -> dict[str, Any]:
+        from provenance.collectors import python_env  # not needed for --python
+
         result = python_env.collect(verify=verify)
         warnings.extend(result["warnings"])
         result["section"]["_stats"] = result["stats"]
@@ -54,6 +46,8 @@ def _python_foreign(python: str, verify: bool, timeout: float, started: Any = No
     `started`: the child the CLI already started (`provenance.collectors.foreign.start`)."""
 
     def collect(warnings: CollectorWarnings) -> dict[str, Any] | str:
+        from provenance.collectors import foreign
+
         try:
             proc = started or foreign.start(python, verify)
         except FileNotFoundError:

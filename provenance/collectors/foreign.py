@@ -1,6 +1,7 @@
 """The Python collector inside another interpreter (`prov snapshot --python PATH`), as a
 child process that may be started early: the CLI's fast path starts it before prov's own
-imports, so the child's start-up overlaps them, and the snapshot collects its answer.
+imports, so the child's start-up overlaps them, and the snapshot collects its answer. When
+nothing the child's last answer depends on has changed (`answer_cache`), no child starts.
 
 Standard library only, and cheap to import (no prov module): it runs before everything else.
 """
@@ -9,9 +10,26 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
+import time
+from typing import TYPE_CHECKING
+
+from provenance.collectors import answer_cache
+
+if TYPE_CHECKING:  # subprocess is imported only when a child starts (~3 ms)
+    import subprocess
 
 _PROJECT_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+class Started:
+    """A collection under way: a child process, or the still-valid answer of an earlier one.
+    (A plain class: `dataclasses` costs ~6 ms to import, before anything else has.)"""
+
+    __slots__ = ("proc", "verify", "started_ns", "cached")
+
+    def __init__(self, proc: subprocess.Popen | None, verify: bool, started_ns: int = 0,
+                 cached: dict | None = None) -> None:
+        self.proc, self.verify, self.started_ns, self.cached = proc, verify, started_ns, cached
 
 
 def command(python: str, verify: bool) -> list[str]:
@@ -25,14 +43,43 @@ def command(python: str, verify: bool) -> list[str]:
     return [python, "-c", code]
 
 
-def start(python: str, verify: bool) -> subprocess.Popen:
-    """Start the collector in `python` (OSError when it cannot be executed)."""
-    return subprocess.Popen(command(python, verify), stdout=subprocess.PIPE,
+def start(python: str, verify: bool, use_cache: bool = True) -> Started:
+    """Start the collector in `python` (OSError when it cannot be executed), unless its
+    earlier answer still holds (never with `verify`: that must re-hash every file)."""
+    if use_cache and not verify:
+        cached = answer_cache.lookup(python)
+        if cached is not None:
+            return Started(None, verify, cached=cached)
+    import subprocess
+
+    started_ns = time.time_ns()
+    proc = subprocess.Popen(command(python, verify), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+    return Started(proc, verify, started_ns)
 
 
-def finish(proc: subprocess.Popen, python: str, timeout: float, warnings: list) -> dict | str:
-    """The python section from a started child, or `unavailable: <reason>`."""
+def finish(started: Started, python: str, timeout: float, warnings: list) -> dict | str:
+    """The python section from a started collection, or `unavailable: <reason>`."""
+    result = started.cached
+    if result is None:
+        result = _answer(started, python, timeout)
+        if isinstance(result, str):
+            return result
+    section = result["section"]
+    warnings.extend(result.get("warnings", []))
+    stats = dict(result.get("stats", {}))
+    stats["answer"] = "cached" if started.cached is not None else "collected"
+    section["_stats"] = stats
+    return section
+
+
+def _answer(started: Started, python: str, timeout: float) -> dict | str:
+    """The child's parsed answer (kept in the answer cache when it may be), or the reason
+    it has none."""
+    import subprocess
+
+    proc = started.proc
+    assert proc is not None
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -44,16 +91,19 @@ def finish(proc: subprocess.Popen, python: str, timeout: float, warnings: list) 
         return f"unavailable: {python} failed: {last[:200]}"
     try:
         result = json.loads(out)
-        section = result["section"]
-    except (ValueError, KeyError, TypeError):
+        deps = result.pop("deps", None)
+        if not isinstance(result["section"], dict):
+            raise TypeError
+    except (ValueError, KeyError, TypeError, AttributeError):
         return f"unavailable: {python} did not answer as prov's collector does"
-    warnings.extend(result.get("warnings", []))
-    section["_stats"] = result.get("stats", {})
-    return section
+    if isinstance(deps, dict) and not started.verify:
+        answer_cache.keep(python, result, deps, started.started_ns)
+    return result
 
 
-def stop(proc: subprocess.Popen | None) -> None:
+def stop(started: Started | None) -> None:
     """Reap a started child that will not be collected (the command failed first)."""
+    proc = started.proc if started is not None else None
     if proc is not None and proc.poll() is None:
         proc.kill()
         proc.wait()

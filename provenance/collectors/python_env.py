@@ -143,9 +143,9 @@ class FingerprintCache:
 
     @staticmethod
     def default_path(paths: list) -> Path:
-        base = os.environ.get("PROV_CACHE_DIR") or os.path.join(
-            os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "prov"
-        )
+        from provenance.collectors.answer_cache import cache_root
+
+        base = cache_root()
         code = [_stamp(__file__), _stamp(_python_dist_file())]
         key = json.dumps([sys.executable, sys.prefix, sys.version, code, paths])
         name = "fingerprints-" + hashlib.sha256(key.encode()).hexdigest()[:24] + ".json"
@@ -336,8 +336,15 @@ def collect(paths: list | None = None, verify: bool = False, use_cache: bool = T
 
 
 def main(paths: list | None = None, verify: bool = False) -> None:
-    """Entry point inside a foreign interpreter: print the result as JSON on stdout."""
-    sys.stdout.write(json.dumps(collect(paths, verify)))
+    """Entry point inside a foreign interpreter: print the result as JSON on stdout, with
+    the stamps of what it depends on (`answer_cache`) unless it re-hashed files."""
+    result = collect(paths, verify)
+    if not verify:
+        from provenance.collectors.answer_cache import stamps
+
+        where = list(paths if paths is not None else sys.path)
+        result["deps"] = stamps(where, list(metadata_dirs(where)))
+    sys.stdout.write(json.dumps(result))
 
 
 if __name__ == "__main__":
