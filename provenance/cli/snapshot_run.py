@@ -111,9 +111,13 @@ def run_snapshot(
     manifest, warnings = take_snapshot(options)
     if python is not None:
         _require_python_section(python, manifest.facts)
-    digest = manifest.digest()
     stored = None
-    text = manifest.to_json() if as_json or out is None else None
+    if as_json or out is None:
+        from provenance.snapshot_memo import digest_and_text
+
+        digest, text = digest_and_text(manifest, python)
+    else:
+        digest, text = manifest.digest(), None
     if out is not None:
         manifest.write(out, fmt)
     else:  # kept in the run store, so `prov diff`/`prov compare` can name it by digest
@@ -139,9 +143,10 @@ def _interpreter_path(python: str) -> str:
     """`--python` must name an executable file (a bare name is looked up on PATH, as the
     shell would); anything else is bad input (exit 2)."""
     import os
-    import shutil
 
     if os.sep not in python:
+        import shutil
+
         python = shutil.which(python) or python
     path = Path(python)
     if not path.exists():

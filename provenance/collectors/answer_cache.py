@@ -100,16 +100,39 @@ def entry_path(name: str, material: object) -> str:
     return os.path.join(cache_root(), "snapshots", f"{name}-{key}.json")
 
 
-def load(path: str):
-    """The value kept at `path` when every stamp it was saved with still holds, else None."""
+def read_value(path: str):
+    """The value of the entry at `path` with the stamps it was saved with, or None."""
     try:
         with open(path, encoding="utf-8") as fh:
             entry = json.load(fh)
         deps, value = entry["deps"], entry["value"]
     except (OSError, ValueError, KeyError, TypeError):
         return None  # absent or damaged: computed afresh
-    if entry.get("version") != VERSION or not isinstance(deps, dict) or not deps:
+    if entry.get("version") != VERSION or not isinstance(deps, dict):
         return None
+    return deps, value
+
+
+def write_value(path: str, value: object, deps: dict | None = None) -> None:
+    """Temp file and rename, without fsync: a torn entry after a crash is not valid JSON, so
+    it is a miss, never a wrong answer."""
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump({"version": VERSION, "deps": deps or {}, "value": value}, fh)
+        os.replace(tmp, path)
+    except OSError:  # an unwritable cache only costs speed
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+
+
+def load(path: str):
+    """The value kept at `path` when every stamp it was saved with still holds, else None."""
+    got = read_value(path)
+    if got is None or not got[0]:
+        return None
+    deps, value = got
     for dep, recorded in deps.items():
         if stamp(dep) != recorded:
             return None
@@ -117,22 +140,13 @@ def load(path: str):
 
 
 def save(path: str, value: object, deps: dict, started_ns: int) -> None:
-    """Keep `value` when none of its stamps is racy (changed since two seconds before
-    `started_ns`, when its computation began). Temp file and rename, without fsync: a torn
-    entry after a crash is not valid JSON, so it is a miss, never a wrong answer."""
+    """Keep `value` with its stamps unless one is racy (changed since two seconds before
+    `started_ns`, when its computation began)."""
     newest = started_ns - RACY_NS
     if not deps or any(s is not None and (s[3] >= newest or s[4] >= newest)
                        for s in deps.values()):
         return
-    tmp = f"{path}.{os.getpid()}.tmp"
-    try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump({"version": VERSION, "deps": deps, "value": value}, fh)
-        os.replace(tmp, path)
-    except OSError:  # an unwritable cache only costs speed
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
+    write_value(path, value, deps)
 
 
 def lookup(python: str) -> dict | None:

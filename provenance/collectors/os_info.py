@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from containers.catalogers import parse_os_release, parse_status, parse_status_d_entry
+from containers.catalogers import parse_os_release
 from provenance.collectors import answer_cache
 
 
@@ -26,6 +26,9 @@ def _libc() -> dict[str, str]:
 
 def dpkg_packages(root: Path, warnings: list[str]) -> dict[str, Any] | None:
     """Packages from `var/lib/dpkg/status` and `status.d/*` under `root`; None if no dpkg."""
+    # the parser is imported only when it runs: a kept parse (host_dpkg_packages) needs none
+    from containers.catalogers import parse_status, parse_status_d_entry
+
     admin = root / "var/lib/dpkg"
     status = admin / "status"
     status_d = admin / "status.d"
@@ -63,6 +66,8 @@ def dpkg_packages(root: Path, warnings: list[str]) -> dict[str, Any] | None:
 def _dpkg_inputs(root: Path) -> list[str]:
     """What `dpkg_packages` reads, and the code that parses it."""
     import sys
+
+    from containers.catalogers import parse_status
 
     parser = sys.modules[parse_status.__module__].__file__ or ""
     admin = root / "var/lib/dpkg"
