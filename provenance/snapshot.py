@@ -27,13 +27,14 @@ class SnapshotOptions:
     python: str | None = None  # another interpreter to inspect; None: the running one
     verify_files: bool = False
     started: Any = None  # the --python collector child, when the CLI started it early
+    progress: Any = None  # progress(done, total) as --verify-files re-hashes files
 
 
-def _python_in_process(verify: bool):
+def _python_in_process(verify: bool, progress: Any = None):
     def collect(warnings: CollectorWarnings) -> dict[str, Any]:
         from provenance.collectors import python_env  # not needed for --python
 
-        result = python_env.collect(verify=verify)
+        result = python_env.collect(verify=verify, progress=progress)
         warnings.extend(result["warnings"])
         result["section"]["_stats"] = result["stats"]
         return result["section"]
@@ -41,7 +42,8 @@ def _python_in_process(verify: bool):
     return collect
 
 
-def _python_foreign(python: str, verify: bool, timeout: float, started: Any = None):
+def _python_foreign(python: str, verify: bool, timeout: float, started: Any = None,
+                    progress: Any = None):
     """Run the stdlib-only collector inside `python`; its own sys.path is what gets scanned.
     `started`: the child the CLI already started (`provenance.collectors.foreign.start`)."""
 
@@ -49,10 +51,10 @@ def _python_foreign(python: str, verify: bool, timeout: float, started: Any = No
         from provenance.collectors import foreign
 
         try:
-            proc = started or foreign.start(python, verify)
+            proc = started or foreign.start(python, verify, progress=progress is not None)
         except FileNotFoundError:
             return unavailable(f"no interpreter at {python}")
-        return foreign.finish(proc, python, timeout, warnings)
+        return foreign.finish(proc, python, timeout, warnings, on_progress=progress)
 
     return collect
 
@@ -62,9 +64,10 @@ def take_snapshot(options: SnapshotOptions | None = None) -> tuple[Manifest, lis
     options = options or SnapshotOptions()
     py_timeout = TIMEOUTS["python_verify" if options.verify_files else "python"]
     python_collector = (
-        _python_foreign(options.python, options.verify_files, py_timeout, options.started)
+        _python_foreign(options.python, options.verify_files, py_timeout, options.started,
+                        options.progress)
         if options.python
-        else _python_in_process(options.verify_files)
+        else _python_in_process(options.verify_files, options.progress)
     )
     results: dict[str, Collected] = run_all(
         {

@@ -81,8 +81,12 @@ def _start_collector(values: dict[str, object]):
         return None
     from provenance.collectors import foreign
 
+    verify = bool(values["verify_files"])
+    # as snapshot_run.rehash_progress_wanted decides (provenance.cli.progress is not imported
+    # this early): progress on a terminal's stderr, none with --json
+    progress = verify and sys.stderr.isatty() and not values["as_json"]
     try:
-        return foreign.start(python, bool(values["verify_files"]))
+        return foreign.start(python, verify, progress=progress)
     except OSError:
         return None  # run_snapshot meets the same failure and reports it
 

@@ -5,6 +5,8 @@ console script (typer's import is most of a warm snapshot's start-up), the typer
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -107,8 +109,10 @@ def run_snapshot(
         python = _interpreter_path(python)
     from provenance.snapshot import SnapshotOptions, take_snapshot
 
-    options = SnapshotOptions(python=python, verify_files=verify_files, started=started)
-    manifest, warnings = take_snapshot(options)
+    with _rehash_progress(verify_files, as_json) as progress:
+        options = SnapshotOptions(python=python, verify_files=verify_files, started=started,
+                                  progress=progress)
+        manifest, warnings = take_snapshot(options)
     if python is not None:
         _require_python_section(python, manifest.facts)
     stored = None
@@ -137,6 +141,26 @@ def run_snapshot(
     plain_rows(rows, sys.stderr if as_json else sys.stdout)
 
 
+
+
+def rehash_progress_wanted(verify_files: bool, as_json: bool) -> bool:
+    """--verify-files draws progress when stderr is a terminal; with --json it is quiet, as
+    an image scan of this command is."""
+    from provenance.cli.progress import live
+
+    return verify_files and live(quiet=as_json)
+
+
+@contextmanager
+def _rehash_progress(verify_files: bool, as_json: bool) -> Iterator[Any]:
+    """`progress(done, total)` for the snapshot's re-hashing, or None when none is drawn."""
+    if not rehash_progress_wanted(verify_files, as_json):
+        yield None
+        return
+    from provenance.cli.progress import counter
+
+    with counter("re-hashing installed files:") as step:
+        yield lambda done, total: step(done=done, total=total)
 
 
 def _interpreter_path(python: str) -> str:

@@ -8,6 +8,7 @@ Standard library only, and cheap to import (no prov module): it runs before ever
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -25,27 +26,29 @@ class Started:
     """A collection under way: a child process, or the still-valid answer of an earlier one.
     (A plain class: `dataclasses` costs ~6 ms to import, before anything else has.)"""
 
-    __slots__ = ("proc", "verify", "started_ns", "cached")
+    __slots__ = ("proc", "verify", "started_ns", "cached", "progress")
 
     def __init__(self, proc: subprocess.Popen | None, verify: bool, started_ns: int = 0,
-                 cached: dict | None = None) -> None:
+                 cached: dict | None = None, progress: bool = False) -> None:
         self.proc, self.verify, self.started_ns, self.cached = proc, verify, started_ns, cached
+        self.progress = progress  # the child reports re-hashing progress on stderr
 
 
-def command(python: str, verify: bool) -> list[str]:
+def command(python: str, verify: bool, progress: bool = False) -> list[str]:
     """The child's argv: the stdlib-only collector on the interpreter's own sys.path."""
     code = (
         "import sys; paths = [p for p in sys.path if p]; "
         f"sys.path.insert(0, {_PROJECT_ROOT!r}); "
         "from provenance.collectors.python_env import main; "
-        f"main(paths, {verify!r})"
+        f"main(paths, {verify!r}, {progress!r})"
     )
     return [python, "-c", code]
 
 
-def start(python: str, verify: bool, use_cache: bool = True) -> Started:
+def start(python: str, verify: bool, use_cache: bool = True, progress: bool = False) -> Started:
     """Start the collector in `python` (OSError when it cannot be executed), unless its
-    earlier answer still holds (never with `verify`: that must re-hash every file)."""
+    earlier answer still holds (never with `verify`: that must re-hash every file).
+    `progress`: the child reports re-hashing on stderr, for `finish(on_progress=...)`."""
     if use_cache and not verify:
         cached = answer_cache.lookup(python)
         if cached is not None:
@@ -53,16 +56,18 @@ def start(python: str, verify: bool, use_cache: bool = True) -> Started:
     import subprocess
 
     started_ns = time.time_ns()
-    proc = subprocess.Popen(command(python, verify), stdout=subprocess.PIPE,
+    proc = subprocess.Popen(command(python, verify, progress), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
-    return Started(proc, verify, started_ns)
+    return Started(proc, verify, started_ns, progress=progress)
 
 
-def finish(started: Started, python: str, timeout: float, warnings: list) -> dict | str:
-    """The python section from a started collection, or `unavailable: <reason>`."""
+def finish(started: Started, python: str, timeout: float, warnings: list,
+           on_progress=None) -> dict | str:
+    """The python section from a started collection, or `unavailable: <reason>`.
+    `on_progress(done, total)`: called as the child re-hashes files (if started so)."""
     result = started.cached
     if result is None:
-        result = _answer(started, python, timeout)
+        result = _answer(started, python, timeout, on_progress)
         if isinstance(result, str):
             return result
     section = result["section"]
@@ -73,7 +78,7 @@ def finish(started: Started, python: str, timeout: float, warnings: list) -> dic
     return section
 
 
-def _answer(started: Started, python: str, timeout: float) -> dict | str:
+def _answer(started: Started, python: str, timeout: float, on_progress=None) -> dict | str:
     """The child's parsed answer (kept in the answer cache when it may be), or the reason
     it has none."""
     import subprocess
@@ -81,7 +86,10 @@ def _answer(started: Started, python: str, timeout: float) -> dict | str:
     proc = started.proc
     assert proc is not None
     try:
-        out, err = proc.communicate(timeout=timeout)
+        if started.progress:
+            out, err = _communicate_with_progress(proc, timeout, on_progress)
+        else:
+            out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.communicate()
@@ -99,6 +107,40 @@ def _answer(started: Started, python: str, timeout: float) -> dict | str:
     if isinstance(deps, dict) and not started.verify:
         answer_cache.keep(python, result, deps, started.started_ns)
     return result
+
+
+def _communicate_with_progress(proc: subprocess.Popen, timeout: float, on_progress):
+    """`proc.communicate(timeout)`, passing the child's progress lines on stderr to
+    `on_progress(done, total)` as they come; the other stderr lines are returned as usual."""
+    import threading
+
+    from provenance.collectors.python_env import PROGRESS
+
+    out: list[str] = []
+    err: list[str] = []
+
+    def read_stderr() -> None:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            if not line.startswith(PROGRESS):
+                err.append(line)
+            elif on_progress is not None:
+                done, _, total = line[len(PROGRESS):].partition(" ")
+                with contextlib.suppress(ValueError):
+                    on_progress(int(done), int(total))
+
+    readers = [threading.Thread(target=read_stderr, daemon=True),
+               threading.Thread(target=lambda: out.append(proc.stdout.read()), daemon=True)]
+    for reader in readers:
+        reader.start()
+    try:
+        proc.wait(timeout=timeout)
+    finally:  # on TimeoutExpired too: the pipes close once the caller kills the child
+        if proc.returncode is None:
+            proc.kill()
+        for reader in readers:
+            reader.join()
+    return "".join(out), "".join(err)
 
 
 def stop(started: Started | None) -> None:
