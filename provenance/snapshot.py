@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import sys
+import time
 from dataclasses import dataclass
 from typing import Any
 
-from provenance.collectors import cpu, engines, env, gpu, host, os_info, torch_probe
+from provenance.collectors import answer_cache, cpu, engines, env, gpu, host, os_info, torch_probe
 from provenance.collectors.base import Collected, CollectorWarnings, run_all, run_one, unavailable
 from provenance.model import Manifest
 
@@ -31,12 +33,25 @@ class SnapshotOptions:
 
 
 def _python_in_process(verify: bool, progress: Any = None):
-    def collect(warnings: CollectorWarnings) -> dict[str, Any]:
-        from provenance.collectors import python_env  # not needed for --python
+    """The running interpreter's python section, from the kept answer (`answer_cache`, as
+    for a --python child) unless something it was read from changed or `verify`."""
 
-        result = python_env.collect(verify=verify, progress=progress)
+    def collect(warnings: CollectorWarnings) -> dict[str, Any]:
+        paths = list(sys.path)
+        key = answer_cache.key_material(sys.executable) + [paths]
+        kept = None if verify else answer_cache.entry_path("python-here", key)
+        result = answer_cache.load(kept) if kept else None
+        answer = "cached"
+        if result is None:
+            from provenance.collectors import python_env  # a kept answer needs none of it
+
+            answer, started_ns = "collected", time.time_ns()
+            result = python_env.collect(paths, verify=verify, progress=progress)
+            if kept:
+                deps = answer_cache.stamps(paths, list(python_env.metadata_dirs(paths)))
+                answer_cache.save(kept, result, deps, started_ns)
         warnings.extend(result["warnings"])
-        result["section"]["_stats"] = result["stats"]
+        result["section"]["_stats"] = {**result["stats"], "answer": answer}
         return result["section"]
 
     return collect

@@ -39,7 +39,7 @@ def venv(tmp_path, monkeypatch) -> tuple[str, Path]:
     return python, Path(site)
 
 
-def snap(python: str, verify: bool = False) -> tuple[dict, str]:
+def snap(python: str | None, verify: bool = False) -> tuple[dict, str]:
     manifest, _ = take_snapshot(SnapshotOptions(python=python, verify_files=verify))
     return manifest.facts, manifest.digest()
 
@@ -158,3 +158,21 @@ def test_the_host_dpkg_parse_is_kept_until_the_database_changes(tmp_path, monkey
         fh.write(stanza.format("bash", "5.2"))
     got = os_info.host_dpkg_packages([], root)
     assert got == os_info.dpkg_packages(root, []) and "bash" in got
+
+
+def test_the_running_interpreter_keeps_its_answer_too(tmp_path, monkeypatch):
+    """Without --python the same kept answer serves prov's own interpreter (its sys.path)."""
+    monkeypatch.setenv("PROV_CACHE_DIR", str(tmp_path / "cache"))
+    site = tmp_path / "site"
+    make_dist(site, "alpha", "1.0", {"alpha/__init__.py": b"x = 1\n"})
+    _settle()
+    stdlib = [p for p in sys.path if p.startswith(sys.base_prefix) and "-packages" not in p]
+    monkeypatch.setattr(sys, "path", [str(site), *stdlib])  # stdlib: sysconfig imports on use
+    cold, cold_digest = snap(None)
+    warm, warm_digest = snap(None)
+    assert (answer(cold), answer(warm)) == ("collected", "cached")
+    assert warm_digest == cold_digest and warm["python"] == cold["python"]
+    make_dist(site, "beta", "2.0")
+    facts, _ = snap(None)
+    assert answer(facts) == "collected"
+    assert sorted(facts["python"]["packages"]) == ["alpha", "beta"]
