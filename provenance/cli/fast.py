@@ -63,7 +63,21 @@ def dispatch(argv: list[str]) -> None:
     values = parse(argv[2:])
     if values is None:
         return
-    sys.exit(_guarded(values, _start_collector(values)))
+    _exit_now(_guarded(values, _start_collector(values)))
+
+
+def _exit_now(code: int) -> None:
+    """Exit without the interpreter's teardown (freeing every module and a snapshot's
+    objects: ~8 ms of CPU, more wall time on a loaded machine, of a ~70 ms warm snapshot).
+    Nothing is left to it: files are written through `with` blocks or write_atomic, and the
+    store's index was closed by run_snapshot; only stdio may still hold buffered text."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe (`prov snapshot | head -1`)
+            if code == 0:
+                code = 120  # what Python itself exits with when the final flush fails
+    os._exit(code)
 
 
 def _start_collector(values: dict[str, object]):

@@ -127,7 +127,11 @@ def run_snapshot(
     else:  # kept in the run store, so `prov diff`/`prov compare` can name it by digest
         from provenance.store import open_store
 
-        stored = open_store().put_manifest(manifest, text=text, digest=digest)
+        store = open_store()
+        try:
+            stored = store.put_manifest(manifest, text=text, digest=digest)
+        finally:
+            store.close()  # the index is checkpointed and closed here, not at exit
     if as_json:
         sys.stdout.write(text)
     from provenance.cli.output import plain_rows

@@ -1,10 +1,11 @@
-"""The `--python` collector child's answer, reused until anything it was read from changes.
+"""Answers kept until anything they were read from changes: the python collector's (a
+`--python` child's, or the running interpreter's) and the host's dpkg parse.
 
 Starting the inspected interpreter and walking its sys.path is the largest part of a warm
 `prov snapshot --python PATH` (~30 ms of CPU on a 26-package venv, besides prov's own start).
-The child's answer is a function of what it read and of what decided its sys.path, so the
-child stamps all of that (`stamps`) and a later run reuses the answer when every stamp is
-unchanged (`lookup`), without starting the interpreter at all:
+The collector's answer is a function of what it read and of what decided its sys.path, so
+the collector stamps all of that (`stamps`) and a later run reuses the answer when every
+stamp is unchanged (`lookup`, `load`), without starting the interpreter at all:
 - each metadata directory on sys.path and the files the collector reads in it (METADATA,
   PKG-INFO, RECORD, INSTALLER, direct_url.json; an `.egg-info` file is its own PKG-INFO);
 - each sys.path directory (installing, upgrading or removing a distribution adds, renames or
@@ -17,8 +18,8 @@ unchanged (`lookup`), without starting the interpreter at all:
 - prov's own collector code (every prov module the child loaded).
 A stamp is (st_dev, st_ino, st_size, st_mtime_ns, st_ctime_ns); ctime cannot be set back, so
 an edit that restores an mtime is still seen. An answer is kept only when every stamp is older
-than two seconds before the child started (git's "racily clean" rule: a change during or just
-after the child's reads could otherwise leave a stamp that matches stale content).
+than two seconds before the collection started (git's "racily clean" rule: a change during
+the reads could otherwise leave a stamp that matches stale content, and timestamps are coarse).
 Not covered: a sys.path computed by code in a `.pth` file or sitecustomize from some other
 input; `--verify-files` never uses the cache (it must re-hash every file).
 
