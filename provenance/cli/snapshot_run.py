@@ -145,14 +145,14 @@ def run_snapshot(
     plain_rows(rows, sys.stderr if as_json else sys.stdout)
 
 
-
-
 def rehash_progress_wanted(verify_files: bool, as_json: bool) -> bool:
     """--verify-files draws progress when stderr is a terminal; with --json it is quiet, as
     an image scan of this command is."""
+    if not verify_files:
+        return False
     from provenance.cli.progress import live
 
-    return verify_files and live(quiet=as_json)
+    return live(quiet=as_json)
 
 
 @contextmanager
