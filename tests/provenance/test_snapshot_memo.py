@@ -75,3 +75,14 @@ def test_a_damaged_memo_is_ignored(facts):
     with open(path, "w") as fh:
         fh.write('{"version": 1, "deps": {}, "value": {"facts": ')
     assert memo(facts) == full(facts)
+
+
+def test_a_value_equal_in_python_but_not_in_json_is_not_reused(facts):
+    """`1 == 1.0 == True` in Python; the digest tells them apart, and so must the memo."""
+    first = copy.deepcopy(facts)
+    first["cpu"]["probe_flag"] = 1
+    memo(first)
+    for other in (1.0, True):
+        changed = copy.deepcopy(first)
+        changed["cpu"]["probe_flag"] = other
+        assert memo(changed) == full(changed) != full(first)
