@@ -87,3 +87,23 @@ def test_the_child_reports_progress_lines_that_prov_reads(venv):
     section = foreign.finish(started, venv, 600, [], on_progress=lambda d, t: seen.append((d, t)))
     assert isinstance(section, dict) and section["packages"]["alpha"]["version"] == "1.0"
     assert seen[0] == (0, 40) and seen[-1] == (40, 40)
+
+
+def test_an_image_scan_draws_its_layer_bars_on_stderr_not_stdout(tmp_path):
+    """The same display for image scans: on stderr when it is a terminal (stdout piped keeps
+    only the summary), nothing on stderr when piped."""
+    from tests.fixtures.oci_pack import LayerSpec, image_config, layer_tar, write_oci
+
+    root = tmp_path / "root"
+    (root / "etc").mkdir(parents=True)
+    (root / "etc/os-release").write_text('ID=debian\nPRETTY_NAME="Test"\n')
+    (root / "blob.bin").write_bytes(os.urandom(1 << 20))
+    layers = [layer_tar(LayerSpec(root=root))]
+    write_oci(tmp_path / "oci", layers, image_config(layers, ["ADD ."], []), "t")
+    env = {**os.environ, "PROV_STORE": str(tmp_path / "store"), "TERM": "xterm"}
+    args = [PROV, "snapshot", "--image", f"oci:{tmp_path / 'oci'}"]
+    proc, seen = on_a_pty(args, env)
+    assert proc.returncode == 0, seen[-2000:]
+    assert b"layer   0" in seen and b"\x1b[" not in proc.stdout
+    piped = subprocess.run(args, env=env, capture_output=True, timeout=300)
+    assert piped.returncode == 0 and piped.stderr == b""
