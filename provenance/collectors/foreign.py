@@ -91,8 +91,7 @@ def _answer(started: Started, python: str, timeout: float, on_progress=None) -> 
         else:
             out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.communicate()
+        _kill(proc)
         return f"unavailable: {python} timed out after {timeout:g} s"
     if proc.returncode != 0:
         last = (err.strip().splitlines() or ["no output"])[-1]
@@ -133,14 +132,25 @@ def _communicate_with_progress(proc: subprocess.Popen, timeout: float, on_progre
                threading.Thread(target=lambda: out.append(proc.stdout.read()), daemon=True)]
     for reader in readers:
         reader.start()
+    import subprocess
+
     try:
         proc.wait(timeout=timeout)
-    finally:  # on TimeoutExpired too: the pipes close once the caller kills the child
-        if proc.returncode is None:
-            proc.kill()
-        for reader in readers:
-            reader.join()
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        for reader in readers:  # bounded: a process the child started may hold the pipes
+            reader.join(1.0)
+        raise
+    for reader in readers:  # the child exited: its pipes reach EOF
+        reader.join()
     return "".join(out), "".join(err)
+
+
+def _kill(proc: subprocess.Popen) -> None:
+    """Kill a timed-out child and reap it, without waiting for its pipes to reach EOF (a
+    process it started could hold them open long after it; they close with the objects)."""
+    proc.kill()
+    proc.wait()
 
 
 def stop(started: Started | None) -> None:
