@@ -3,7 +3,7 @@
 Importing typer (and its vendored click) is ~90 ms of a warm `prov snapshot` that otherwise
 takes ~150 ms. `provenance/cli/__init__.py` calls `dispatch(sys.argv)` before it imports
 typer; for `prov snapshot` with options this parser reads exactly as click would, the
-command runs here and the process exits. objectthing else (`--help`, an unknown or malformed
+command runs here and the process exits. Anything else (`--help`, an unknown or malformed
 option, another command) returns, and typer parses as usual, so a user sees one behaviour.
 `tests/provenance/cli/test_fast_snapshot.py` holds the two parsers to the same options.
 """
