@@ -40,10 +40,9 @@ ENTRY_VERSION = 1
 
 
 def cache_dir() -> Path:
-    base = os.environ.get("PROV_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "prov"
-    )
-    return Path(base) / "snapshots"
+    from provenance.collectors.answer_cache import cache_root
+
+    return Path(cache_root()) / "snapshots"
 
 
 def _stat(path: str) -> list[int] | None:

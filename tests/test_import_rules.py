@@ -28,7 +28,8 @@ class Rule:
 
 
 # Rooms that are the same room for these rules (the snapshot and the collectors it runs).
-SNAPSHOT = ("provenance.snapshot", "provenance.snapshot_cache", "provenance.gitstate",
+SNAPSHOT = ("provenance.snapshot", "provenance.snapshot_cache", "provenance.snapshot_memo",
+            "provenance.gitstate",
             "provenance.collectors")
 CONTAINERS_PUBLIC = ("containers", "containers.catalogers")
 ROOMS_PUBLIC = ("containers", "lockfiles", "runners.api", "provenance.sbom", "provenance.audit",

@@ -3,37 +3,26 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 
 def scan_with_progress(
     source: str, quiet: bool = False, platform: str | None = None, verify_files: bool = False
 ) -> Any:
-    """Scan an image with a rich progress bar per layer on stderr (ImageError is a ProvError:
+    """Scan an image with a progress bar per layer on stderr (ImageError is a ProvError:
     the CLI prints it once). `verify_files`: every file a package claims is re-hashed in the
     same pass (`prov pin`)."""
     from containers import scan_image
+    from provenance.cli.progress import bars, live
 
-    if quiet or not sys.stderr.isatty():
+    if not live(quiet):
         return scan_image(source, platform=platform, verify_files=verify_files)
-    from rich.progress import (
-        BarColumn,
-        DownloadColumn,
-        Progress,
-        TextColumn,
-        TransferSpeedColumn,
-    )
+    from rich.progress import BarColumn, DownloadColumn, TextColumn, TransferSpeedColumn
 
+    shown = bars(TextColumn("layer {task.fields[layer]:>3}"), BarColumn(), DownloadColumn(),
+                 TransferSpeedColumn())
     tasks: dict[int, Any] = {}
-    with Progress(
-        TextColumn("layer {task.fields[layer]:>3}"),
-        BarColumn(),
-        DownloadColumn(),
-        TransferSpeedColumn(),
-        transient=True,
-        console=None,
-    ) as bar:
+    with shown as bar:
 
         def progress(event: str, index: int, done: int, total: int | None) -> None:
             if event == "start":

@@ -103,20 +103,17 @@ def lock(
     index = None if offline else SimpleIndex(index_url)
     if index is not None:
         finders.append(index.find)
-    from provenance.cli.output import StatusLine
+    from provenance.cli.progress import counter
 
-    line = StatusLine("looking up artifact hashes:")
+    with counter("looking up artifact hashes:") as step:
 
-    def counted(find):
-        def lookup(*args, **kwargs):
-            line.step(str(args[0]) if args else "")
-            return find(*args, **kwargs)
-        return lookup
+        def counted(find):
+            def lookup(*args, **kwargs):
+                step(str(args[0]) if args else "")
+                return find(*args, **kwargs)
+            return lookup
 
-    try:
         result = write_pylock(m, [counted(finders[0]), *finders[1:]], out.resolve().parent)
-    finally:
-        line.close()
     if result.missing_hashes and not allow_missing:
         why = f" (index unreachable: {index.unreachable})" if index and index.unreachable else ""
         raise ProvError(

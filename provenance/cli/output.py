@@ -147,29 +147,3 @@ def change_table(title: str, changes, con) -> None:
             first = i == 0 or not con.is_terminal  # piped: every row names its section
             table.add_row(section if first else "", c.key, marks[c.change], a, b)
     con.print(table)
-
-
-class StatusLine:
-    """One progress line on stderr, rewritten in place; only when stderr is a terminal
-    (piped or redirected, stderr gets nothing)."""
-
-    def __init__(self, label: str, total: int | None = None) -> None:
-        import threading
-
-        self.label, self.total, self.done = label, total, 0
-        self.live = is_terminal(sys.stderr)
-        self._lock = threading.Lock()  # lookups run in a thread pool
-
-    def step(self, what: str = "") -> None:
-        with self._lock:
-            self.done += 1
-            if not self.live:
-                return
-            of = f"/{self.total}" if self.total else ""
-            sys.stderr.write(f"\r\033[K{self.label} {self.done}{of} {what}"[:200])
-            sys.stderr.flush()
-
-    def close(self) -> None:
-        if self.live and self.done:
-            sys.stderr.write("\r\033[K")
-            sys.stderr.flush()

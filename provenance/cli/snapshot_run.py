@@ -5,6 +5,8 @@ console script (typer's import is most of a warm snapshot's start-up), the typer
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -107,19 +109,29 @@ def run_snapshot(
         python = _interpreter_path(python)
     from provenance.snapshot import SnapshotOptions, take_snapshot
 
-    options = SnapshotOptions(python=python, verify_files=verify_files, started=started)
-    manifest, warnings = take_snapshot(options)
+    with _rehash_progress(verify_files, as_json) as progress:
+        options = SnapshotOptions(python=python, verify_files=verify_files, started=started,
+                                  progress=progress)
+        manifest, warnings = take_snapshot(options)
     if python is not None:
         _require_python_section(python, manifest.facts)
-    digest = manifest.digest()
     stored = None
-    text = manifest.to_json() if as_json or out is None else None
+    if as_json or out is None:
+        from provenance.snapshot_memo import digest_and_text
+
+        digest, text = digest_and_text(manifest, python)
+    else:
+        digest, text = manifest.digest(), None
     if out is not None:
         manifest.write(out, fmt)
     else:  # kept in the run store, so `prov diff`/`prov compare` can name it by digest
         from provenance.store import open_store
 
-        stored = open_store().put_manifest(manifest, text=text, digest=digest)
+        store = open_store()
+        try:
+            stored = store.put_manifest(manifest, text=text, digest=digest)
+        finally:
+            store.close()  # the index is checkpointed and closed here, not at exit
     if as_json:
         sys.stdout.write(text)
     from provenance.cli.output import plain_rows
@@ -133,15 +145,36 @@ def run_snapshot(
     plain_rows(rows, sys.stderr if as_json else sys.stdout)
 
 
+def rehash_progress_wanted(verify_files: bool, as_json: bool) -> bool:
+    """--verify-files draws progress when stderr is a terminal; with --json it is quiet, as
+    an image scan of this command is."""
+    if not verify_files:
+        return False
+    from provenance.cli.progress import live
+
+    return live(quiet=as_json)
+
+
+@contextmanager
+def _rehash_progress(verify_files: bool, as_json: bool) -> Iterator[Any]:
+    """`progress(done, total)` for the snapshot's re-hashing, or None when none is drawn."""
+    if not rehash_progress_wanted(verify_files, as_json):
+        yield None
+        return
+    from provenance.cli.progress import counter
+
+    with counter("re-hashing installed files:") as step:
+        yield lambda done, total: step(done=done, total=total)
 
 
 def _interpreter_path(python: str) -> str:
     """`--python` must name an executable file (a bare name is looked up on PATH, as the
     shell would); anything else is bad input (exit 2)."""
     import os
-    import shutil
 
     if os.sep not in python:
+        import shutil
+
         python = shutil.which(python) or python
     path = Path(python)
     if not path.exists():

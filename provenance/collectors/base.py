@@ -34,50 +34,48 @@ def _one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
 
 
-def run_one(collector: Collector, timeout: float) -> Collected:
-    """Run `collector` in a daemon thread; give up on it after `timeout` seconds.
+class _Running:
+    """One collector started in a daemon thread: a thread stuck in a C call (a hung GPU
+    driver) cannot be killed, but a daemon thread cannot keep the process alive either, so
+    prov finishes and records the timeout."""
 
-    A thread stuck in a C call (a hung GPU driver) cannot be killed, but a daemon thread
-    cannot keep the process alive either, so prov finishes and records the timeout.
-    """
-    warnings = CollectorWarnings()
-    result: list[Collected] = []
+    def __init__(self, collector: Collector, timeout: float) -> None:
+        self.warnings = CollectorWarnings()
+        self.result: list[Collected] = []
+        self.timeout = timeout
+        self.start = time.perf_counter()
+        self.thread = threading.Thread(target=self._target, args=(collector,), daemon=True,
+                                       name=f"collector-{collector}")
+        self.thread.start()
 
-    def target() -> None:
-        start = time.perf_counter()
+    def _target(self, collector: Collector) -> None:
         try:
-            section = collector(warnings)
+            section = collector(self.warnings)
         except Exception as exc:  # a collector bug must not crash the snapshot
             section = unavailable(_one_line(exc))
-        result.append(Collected(section, list(warnings), time.perf_counter() - start))
+        self.result.append(Collected(section, list(self.warnings),
+                                     time.perf_counter() - self.start))
 
-    thread = threading.Thread(target=target, daemon=True, name=f"collector-{collector}")
-    start = time.perf_counter()
-    thread.start()
-    thread.join(timeout)
-    if not result:
-        return Collected(
-            unavailable(f"timed out after {timeout:g} s"),
-            list(warnings),
-            time.perf_counter() - start,
-        )
-    return result[0]
+    def wait(self) -> Collected:
+        """Its result, or `timed out` once `timeout` seconds have passed since it started."""
+        self.thread.join(max(0.0, self.start + self.timeout - time.perf_counter()))
+        if not self.result:
+            return Collected(
+                unavailable(f"timed out after {self.timeout:g} s"),
+                list(self.warnings),
+                time.perf_counter() - self.start,
+            )
+        return self.result[0]
+
+
+def run_one(collector: Collector, timeout: float) -> Collected:
+    """Run `collector` in a daemon thread; give up on it after `timeout` seconds."""
+    return _Running(collector, timeout).wait()
 
 
 def run_all(collectors: dict[str, tuple[Collector, float]]) -> dict[str, Collected]:
-    """Run every (collector, timeout) concurrently; returns name -> Collected."""
-    out: dict[str, Collected] = {}
-    threads = []
-    for name, (collector, timeout) in collectors.items():
-
-        def work(
-            name: str = name, collector: Collector = collector, timeout: float = timeout
-        ) -> None:
-            out[name] = run_one(collector, timeout)
-
-        t = threading.Thread(target=work, daemon=True)
-        t.start()
-        threads.append(t)
-    for t in threads:
-        t.join()
-    return out
+    """Run every (collector, timeout) concurrently, one thread each; name -> Collected.
+    Each timeout counts from its collector's start, as with `run_one`."""
+    running = {name: _Running(collector, timeout)
+               for name, (collector, timeout) in collectors.items()}
+    return {name: r.wait() for name, r in running.items()}

@@ -7,7 +7,6 @@ Which kernels oneDNN, MKL, OpenBLAS and torch's CPU dispatch pick depends on the
 from __future__ import annotations
 
 import os
-import platform
 import re
 from pathlib import Path
 from typing import Any
@@ -38,7 +37,7 @@ def parse_cpuinfo(text: str) -> dict[str, Any]:
 
 
 def collect(warnings: list[str]) -> dict[str, Any]:
-    section: dict[str, Any] = {"arch": platform.machine(), "logical_cores": os.cpu_count() or 0}
+    section: dict[str, Any] = {"arch": os.uname().machine, "logical_cores": os.cpu_count() or 0}
     try:
         section["cores_available"] = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):

@@ -1,59 +1,161 @@
 """The Python collector inside another interpreter (`prov snapshot --python PATH`), as a
 child process that may be started early: the CLI's fast path starts it before prov's own
-imports, so the child's start-up overlaps them, and the snapshot collects its answer.
+imports, so the child's start-up overlaps them, and the snapshot collects its answer. When
+nothing the child's last answer depends on has changed (`answer_cache`), no child starts.
 
 Standard library only, and cheap to import (no prov module): it runs before everything else.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-import subprocess
+import time
+from typing import TYPE_CHECKING
+
+from provenance.collectors import answer_cache
+
+if TYPE_CHECKING:  # subprocess is imported only when a child starts (~3 ms)
+    import subprocess
 
 _PROJECT_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def command(python: str, verify: bool) -> list[str]:
+class Started:
+    """A collection under way: a child process, or the still-valid answer of an earlier one.
+    (A plain class: `dataclasses` costs ~6 ms to import, before anything else has.)"""
+
+    __slots__ = ("proc", "verify", "started_ns", "cached", "progress")
+
+    def __init__(self, proc: subprocess.Popen | None, verify: bool, started_ns: int = 0,
+                 cached: dict | None = None, progress: bool = False) -> None:
+        self.proc, self.verify, self.started_ns, self.cached = proc, verify, started_ns, cached
+        self.progress = progress  # the child reports re-hashing progress on stderr
+
+
+def command(python: str, verify: bool, progress: bool = False) -> list[str]:
     """The child's argv: the stdlib-only collector on the interpreter's own sys.path."""
     code = (
         "import sys; paths = [p for p in sys.path if p]; "
         f"sys.path.insert(0, {_PROJECT_ROOT!r}); "
         "from provenance.collectors.python_env import main; "
-        f"main(paths, {verify!r})"
+        f"main(paths, {verify!r}, {progress!r})"
     )
     return [python, "-c", code]
 
 
-def start(python: str, verify: bool) -> subprocess.Popen:
-    """Start the collector in `python` (OSError when it cannot be executed)."""
-    return subprocess.Popen(command(python, verify), stdout=subprocess.PIPE,
+def start(python: str, verify: bool, use_cache: bool = True, progress: bool = False) -> Started:
+    """Start the collector in `python` (OSError when it cannot be executed), unless its
+    earlier answer still holds (never with `verify`: that must re-hash every file).
+    `progress`: the child reports re-hashing on stderr, for `finish(on_progress=...)`."""
+    if use_cache and not verify:
+        cached = answer_cache.lookup(python)
+        if cached is not None:
+            return Started(None, verify, cached=cached)
+    import subprocess
+
+    started_ns = time.time_ns()
+    proc = subprocess.Popen(command(python, verify, progress), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+    return Started(proc, verify, started_ns, progress=progress)
 
 
-def finish(proc: subprocess.Popen, python: str, timeout: float, warnings: list) -> dict | str:
-    """The python section from a started child, or `unavailable: <reason>`."""
+def finish(started: Started, python: str, timeout: float, warnings: list,
+           on_progress=None) -> dict | str:
+    """The python section from a started collection, or `unavailable: <reason>`.
+    `on_progress(done, total)`: called as the child re-hashes files (if started so)."""
+    result = started.cached
+    if result is None:
+        result = _answer(started, python, timeout, on_progress)
+        if isinstance(result, str):
+            return result
+    section = result["section"]
+    warnings.extend(result.get("warnings", []))
+    stats = dict(result.get("stats", {}))
+    stats["answer"] = "cached" if started.cached is not None else "collected"
+    section["_stats"] = stats
+    return section
+
+
+def _answer(started: Started, python: str, timeout: float, on_progress=None) -> dict | str:
+    """The child's parsed answer (kept in the answer cache when it may be), or the reason
+    it has none."""
+    import subprocess
+
+    proc = started.proc
+    assert proc is not None
     try:
-        out, err = proc.communicate(timeout=timeout)
+        if started.progress:
+            out, err = _communicate_with_progress(proc, timeout, on_progress)
+        else:
+            out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.communicate()
+        _kill(proc)
         return f"unavailable: {python} timed out after {timeout:g} s"
     if proc.returncode != 0:
         last = (err.strip().splitlines() or ["no output"])[-1]
         return f"unavailable: {python} failed: {last[:200]}"
     try:
         result = json.loads(out)
-        section = result["section"]
-    except (ValueError, KeyError, TypeError):
+        deps = result.pop("deps", None)
+        if not isinstance(result["section"], dict):
+            raise TypeError
+    except (ValueError, KeyError, TypeError, AttributeError):
         return f"unavailable: {python} did not answer as prov's collector does"
-    warnings.extend(result.get("warnings", []))
-    section["_stats"] = result.get("stats", {})
-    return section
+    if isinstance(deps, dict) and not started.verify:
+        answer_cache.keep(python, result, deps, started.started_ns)
+    return result
 
 
-def stop(proc: subprocess.Popen | None) -> None:
+def _communicate_with_progress(proc: subprocess.Popen, timeout: float, on_progress):
+    """`proc.communicate(timeout)`, passing the child's progress lines on stderr to
+    `on_progress(done, total)` as they come; the other stderr lines are returned as usual."""
+    import threading
+
+    from provenance.collectors.python_env import PROGRESS
+
+    out: list[str] = []
+    err: list[str] = []
+
+    def read_stderr() -> None:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            if not line.startswith(PROGRESS):
+                err.append(line)
+            elif on_progress is not None:
+                done, _, total = line[len(PROGRESS):].partition(" ")
+                with contextlib.suppress(ValueError):
+                    on_progress(int(done), int(total))
+
+    readers = [threading.Thread(target=read_stderr, daemon=True),
+               threading.Thread(target=lambda: out.append(proc.stdout.read()), daemon=True)]
+    for reader in readers:
+        reader.start()
+    import subprocess
+
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        for reader in readers:  # bounded: a process the child started may hold the pipes
+            reader.join(1.0)
+        raise
+    for reader in readers:  # the child exited: its pipes reach EOF
+        reader.join()
+    return "".join(out), "".join(err)
+
+
+def _kill(proc: subprocess.Popen) -> None:
+    """Kill a timed-out child and reap it, without waiting for its pipes to reach EOF (a
+    process it started could hold them open long after it; they close with the objects)."""
+    proc.kill()
+    proc.wait()
+
+
+def stop(started: Started | None) -> None:
     """Reap a started child that will not be collected (the command failed first)."""
+    proc = started.proc if started is not None else None
     if proc is not None and proc.poll() is None:
         proc.kill()
         proc.wait()

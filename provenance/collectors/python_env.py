@@ -143,9 +143,9 @@ class FingerprintCache:
 
     @staticmethod
     def default_path(paths: list) -> Path:
-        base = os.environ.get("PROV_CACHE_DIR") or os.path.join(
-            os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "prov"
-        )
+        from provenance.collectors.answer_cache import cache_root
+
+        base = cache_root()
         code = [_stamp(__file__), _stamp(_python_dist_file())]
         key = json.dumps([sys.executable, sys.prefix, sys.version, code, paths])
         name = "fingerprints-" + hashlib.sha256(key.encode()).hexdigest()[:24] + ".json"
@@ -281,10 +281,50 @@ def _hash_file(path: str, algo: str) -> str | None:
     return base64.urlsafe_b64encode(h.digest()).rstrip(b"=").decode("ascii")
 
 
-def verify_files(rows_by_package: dict, workers: int | None = None) -> tuple[dict, int]:
+def _counted(hash_file, total: int, progress):
+    """`hash_file` that reports (done, total) to `progress` after each file (thread-safe)."""
+    if progress is None:
+        return hash_file
+    import threading
+
+    lock, done = threading.Lock(), [0]
+    progress(0, total)
+
+    def counted(path: str, algo: str):
+        digest = hash_file(path, algo)
+        with lock:
+            done[0] += 1
+            progress(done[0], total)
+        return digest
+
+    return counted
+
+
+def progress_to_stderr():
+    """Inside a foreign interpreter: (done, total) as `PROGRESS` lines on stderr, which
+    `provenance.collectors.foreign` reads while the child runs; at most 10 a second."""
+    last = [0.0]
+
+    def report(done: int, total: int) -> None:
+        now = time.monotonic()
+        if done < total and now - last[0] < 0.1:
+            return
+        last[0] = now
+        sys.stderr.write(f"{PROGRESS}{done} {total}\n")
+        sys.stderr.flush()
+
+    return report
+
+
+PROGRESS = "prov-progress: "
+
+
+def verify_files(rows_by_package: dict, workers: int | None = None,
+                 progress=None) -> tuple[dict, int]:
     """Re-hash every file that RECORD lists with a hash, in parallel threads.
 
     hashlib releases the GIL on large buffers, so threads scale on multi-core machines.
+    `progress(done, total)`, if given, is called from the threads as files are hashed.
     Returns ({package: {"modified": [...], "missing": [...]}}, files checked).
     """
     jobs = []
@@ -297,8 +337,9 @@ def verify_files(rows_by_package: dict, workers: int | None = None) -> tuple[dic
     from concurrent.futures import ThreadPoolExecutor  # only needed with --verify-files
 
     workers = workers or min(32, (os.cpu_count() or 1) * 4)
+    hash_one = _counted(_hash_file, len(jobs), progress)
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        actual = list(pool.map(lambda job: _hash_file(job[1], job[3]), jobs, chunksize=64))
+        actual = list(pool.map(lambda job: hash_one(job[1], job[3]), jobs, chunksize=64))
     problems: dict = {}
     for (name, _full, rel, _algo, expected), got in zip(jobs, actual):  # noqa: B905 (py3.8)
         if got == expected:
@@ -311,8 +352,10 @@ def verify_files(rows_by_package: dict, workers: int | None = None) -> tuple[dic
     return problems, len(jobs)
 
 
-def collect(paths: list | None = None, verify: bool = False, use_cache: bool = True) -> dict:
-    """The `python` section plus `warnings` and collector stats, as plain JSON data."""
+def collect(paths: list | None = None, verify: bool = False, use_cache: bool = True,
+            progress=None) -> dict:
+    """The `python` section plus `warnings` and collector stats, as plain JSON data.
+    `progress(done, total)`: called as `verify` re-hashes files."""
     warnings: list = []
     paths = list(sys.path if paths is None else paths)
     rows: dict | None = {} if verify else None
@@ -323,7 +366,7 @@ def collect(paths: list | None = None, verify: bool = False, use_cache: bool = T
     section["sys_path"] = [strip_url_credentials(p) for p in paths if p]
     stats = {"packages": len(packages)}
     if verify and rows is not None:
-        problems, checked = verify_files(rows)
+        problems, checked = verify_files(rows, progress=progress)
         stats["files_verified"] = checked
         for name, entry in problems.items():
             for kind, files in entry.items():
@@ -335,9 +378,17 @@ def collect(paths: list | None = None, verify: bool = False, use_cache: bool = T
     return {"section": section, "warnings": warnings, "stats": stats}
 
 
-def main(paths: list | None = None, verify: bool = False) -> None:
-    """Entry point inside a foreign interpreter: print the result as JSON on stdout."""
-    sys.stdout.write(json.dumps(collect(paths, verify)))
+def main(paths: list | None = None, verify: bool = False, progress: bool = False) -> None:
+    """Entry point inside a foreign interpreter: print the result as JSON on stdout, with
+    the stamps of what it depends on (`answer_cache`) unless it re-hashed files; with
+    `progress`, re-hashing reports on stderr (`progress_to_stderr`)."""
+    result = collect(paths, verify, progress=progress_to_stderr() if progress else None)
+    if not verify:
+        from provenance.collectors.answer_cache import stamps
+
+        where = list(paths if paths is not None else sys.path)
+        result["deps"] = stamps(where, list(metadata_dirs(where)))
+    sys.stdout.write(json.dumps(result))
 
 
 if __name__ == "__main__":

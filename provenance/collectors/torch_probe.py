@@ -14,12 +14,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
-
-from provenance.model.atomic import write_atomic
 
 PROBE = r"""
 import json, sys
@@ -88,10 +85,9 @@ _KEY_ENV_PREFIXES = (
 
 
 def cache_dir() -> Path:
-    base = os.environ.get("PROV_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "prov"
-    )
-    return Path(base) / "torch"
+    from provenance.collectors.answer_cache import cache_root
+
+    return Path(cache_root()) / "torch"
 
 
 def cache_key(python: str, torch_fingerprint: str) -> str:
@@ -130,6 +126,8 @@ def collect(
             return section
         except (OSError, ValueError):
             pass  # a damaged cache entry is recomputed
+    import subprocess  # a cache hit (the usual case) needs neither this nor the writer
+
     try:
         proc = subprocess.run(
             [python, "-c", PROBE],
@@ -145,6 +143,8 @@ def collect(
         return {"probe": f"unavailable: import torch failed: {last[:200]}"}
     section = _nest(json.loads(proc.stdout))
     if torch_fingerprint:
+        from provenance.model.atomic import write_atomic
+
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             write_atomic(path, json.dumps(section))

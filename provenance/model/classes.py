@@ -121,10 +121,19 @@ CLASSIFICATION: tuple[tuple[str, LeafKind], ...] = (
 _COMPILED = tuple((tuple(p.split(".")), kind) for p, kind in CLASSIFICATION)
 
 
-def _rows_for(section: str) -> tuple[tuple[tuple[str, ...], LeafKind], ...]:
+_ANY = ("**",)
+
+
+def _is_plain(pattern: tuple[str, ...]) -> bool:
+    """No `**` and no glob inside a segment: compared segment by segment, without the
+    matcher (a snapshot classifies thousands of leaves; the matcher was most of its digest)."""
+    return all(seg == "*" or ("*" not in seg and "?" not in seg) for seg in pattern)
+
+
+def _rows_for(section: str) -> tuple[tuple[tuple[str, ...], LeafKind, bool], ...]:
     """The rows that can match keys of one section, in table order (first match wins)."""
     return tuple(
-        (pattern, kind)
+        (pattern, kind, _is_plain(pattern))
         for pattern, kind in _COMPILED
         if pattern[0] in ("*", "**", section)
         or ("*" in pattern[0] and fnmatchcase(section, pattern[0]))
@@ -132,7 +141,7 @@ def _rows_for(section: str) -> tuple[tuple[tuple[str, ...], LeafKind], ...]:
 
 
 # A manifest has thousands of leaves but a handful of sections: index the table by section.
-_BY_SECTION: dict[str, tuple[tuple[tuple[str, ...], LeafKind], ...]] = {}
+_BY_SECTION: dict[str, tuple[tuple[tuple[str, ...], LeafKind, bool], ...]] = {}
 
 
 @lru_cache(maxsize=65536)
@@ -141,9 +150,14 @@ def _classify_parts(parts: tuple[str, ...]) -> LeafKind:
     if rows is None:
         rows = _BY_SECTION[parts[0] if parts else ""] = _rows_for(parts[0] if parts else "")
     n = len(parts)
-    for pattern, kind in rows:
-        # a pattern without `**` names keys of its own length only: skip the matcher
-        if (len(pattern) == n or "**" in pattern) and matches(pattern, parts):
+    for pattern, kind, plain in rows:
+        if pattern == _ANY:
+            return kind
+        if plain:  # a pattern without `**` names keys of its own length only
+            same = len(pattern) == n
+            if same and all(p == "*" or p == k for p, k in zip(pattern, parts, strict=True)):
+                return kind
+        elif matches(pattern, parts):
             return kind
     return LeafKind.IDENTITY
 

@@ -130,13 +130,8 @@ class Manifest:
 
     def document(self) -> dict[str, Any]:
         """The full document: header then facts (what TOML and JSON files hold)."""
-        return {
-            "schema_version": self.schema_version,
-            "kind": KIND,
-            "digest": self.digest(),
-            "section_digests": self.section_digests(),
-            **self.facts,
-        }
+        return {**document_header(self.schema_version, self.digest(), self.section_digests()),
+                **self.facts}
 
     def get(self, key: str, default: Any = None) -> Any:
         from provenance.model.keys import split_key
@@ -218,9 +213,28 @@ class Manifest:
         return cls.loads(text, origin=shown(path), verify=verify)
 
 
+def document_header(schema_version: int, digest: str, section_digests: dict[str, str]) -> dict:
+    return {"schema_version": schema_version, "kind": KIND, "digest": digest,
+            "section_digests": section_digests}
+
+
 def document_json(doc: dict[str, Any]) -> str:
     """A manifest document as JSON text (the form stored and written by `prov snapshot`)."""
     return json.dumps(doc, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+
+
+def value_json(value: Any) -> str:
+    """One top-level value of a document as `document_json` writes it, before indenting."""
+    return json.dumps(value, sort_keys=True, indent=2, ensure_ascii=False)
+
+
+def document_json_of(fragments: dict[str, str]) -> str:
+    """`document_json` of a document given each top-level value's `value_json` text, byte for
+    byte (JSON text holds no raw newline, so indenting a value prefixes each of its lines):
+    a caller that kept the text of unchanged sections serialises only the others."""
+    items = [f"  {json.dumps(key, ensure_ascii=False)}: " + text.replace("\n", "\n  ")
+             for key, text in sorted(fragments.items())]
+    return "{\n" + ",\n".join(items) + "\n}\n"
 
 
 def _parse_toml(text: str, origin: str) -> dict[str, Any]:

@@ -84,3 +84,30 @@ def test_the_early_started_collector_answers_as_the_typer_path(tmp_path):
     fast_py, typer_py = (json.loads(p.stdout)["python"] for p in (fast_run, typer_run))
     assert fast_py["packages"] == typer_py["packages"]
     assert fast_py["executable"] == typer_py["executable"]
+
+
+def test_a_warm_snapshot_records_what_a_cold_one_records(tmp_path):
+    """Through the console script: a cold `--python` snapshot (prov's caches empty) and a
+    warm one (the kept answer, dpkg parse, torch probe and digests reused) give the same
+    identity digest, and each stored text re-verifies its recorded digest."""
+    import shutil
+    import time
+
+    from provenance.collectors.answer_cache import RACY_NS
+    from provenance.model import Manifest
+
+    base = shutil.which("python3") or sys.executable
+    venv = tmp_path / "venv"
+    subprocess.run([base, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    time.sleep(RACY_NS / 1e9 + 0.1)  # past the racy window, so the cold run's answer is kept
+    env = {**os.environ, "PROV_STORE": str(tmp_path / "store"),
+           "PROV_CACHE_DIR": str(tmp_path / "cache")}
+    args = [PROV, "snapshot", "--python", str(venv / "bin" / "python"), "--json"]
+    runs = [subprocess.run(args, capture_output=True, text=True, env=env, timeout=300)
+            for _ in range(2)]
+    assert [r.returncode for r in runs] == [0, 0], runs[0].stderr + runs[1].stderr
+    cold, warm = (Manifest.loads(r.stdout) for r in runs)  # loads re-checks each digest
+    assert warm.digest() == cold.digest()
+    answers = [m.facts["collectors"]["python"]["answer"] for m in (cold, warm)]
+    assert answers == ["collected", "cached"]
+    assert warm.facts["host"]["timestamp"] != cold.facts["host"]["timestamp"]
