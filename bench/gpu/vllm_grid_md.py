@@ -95,6 +95,9 @@ def render(res: dict[str, Any]) -> str:
         if "not_run" in w:
             lines.append(f"- {name}: not run: {w['not_run']}")
             continue
+        if "write" in w:
+            lines.append(f"- {name}: checkpoint not written: {str(w['write'])[-400:]}")
+            continue
         s = w.get("summary") or {}
         lines.append(f"- {name}: repeat {w.get('verdict')} (exit {w.get('repeat_rc')}); gate "
                      f"{(w.get('gate') or {}).get('rc')} with --vary weights --vary "

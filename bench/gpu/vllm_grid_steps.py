@@ -251,7 +251,9 @@ def wna16(clock: Clock, work: Path, model: Path, record: dict | None, dtype: str
             out[name] = {"not_run": f"{clock.left():.0f} s left; a repeat needs ~60 s"}
             continue
         ckpt = work / name
-        wrote = sh(clock, [PY, "-m", "runners.checkpoints", str(model), str(ckpt), "--bits",
+        # the writer needs compressed_tensors: the vLLM interpreter's (the payload's there)
+        writer = os.environ.get("PROV_VLLM_PYTHON", PY)
+        wrote = sh(clock, [writer, "-m", "runners.checkpoints", str(model), str(ckpt), "--bits",
                            str(bits)], 120)
         if wrote.get("rc") != 0:
             out[name] = {"write": {k: v for k, v in wrote.items() if k != "stdout"}}
