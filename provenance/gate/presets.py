@@ -13,6 +13,7 @@ PRESETS: dict[str, tuple[str, ...]] = {
         "runtime.*.attention_backend",
         "runtime.*.models.*.attn_implementation",
         "runtime.torch.flags.sdpa_*",
+        "runtime.torch.sdpa_kernels",
         "runtime.attention_backend",
         "engines.*.attention_backend",
         "run.params.attention_backend",

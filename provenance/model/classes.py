@@ -101,6 +101,8 @@ CLASSIFICATION: tuple[tuple[str, LeafKind], ...] = (
     # inside the processes (torch flags at exit, libraries, imported code) is identity
     ("probe.**", C),
     ("runtime.torch.changed.**", C),
+    # the kernel torch's sdpa dispatcher chose, per call signature: it decides the numerics
+    ("runtime.torch.sdpa_kernels.**", I),
     ("runtime.libs.*.path", C),
     ("code.script.path", C),
     ("code.script.changed_during_run", C),

@@ -7,6 +7,7 @@ returns facts sections to merge into the run's manifest:
 - `probe.*` (context): on/off, how many processes, how each ended, errors, roles;
 - `runtime.torch.flags.*`: torch's numerics state at exit (identity), and
   `runtime.torch.changed.*` (context) with both values of a flag the run changed;
+  `runtime.torch.sdpa_kernels.<signature>` the kernel torch's sdpa chose (identity);
 - `code.command`, `code.script.sha256`, `code.modules.<dist>.*`, `code.unrecorded.*`;
 - `runtime.libs.<soname>.*` and `probe.libraries.*` (see `libs`);
 - `runtime.transformers.*` (see `engines`) and `model.files.<relpath>.*` (`model_files`).
@@ -60,7 +61,33 @@ def torch_facts(processes: list[Process]) -> dict[str, Any]:
     out: dict[str, Any] = {"flags": flags}
     if changed:
         out["changed"] = changed
+    kernels = sdpa_kernel_facts(processes)
+    if kernels:
+        out["sdpa_kernels"] = kernels
     return out
+
+
+def _yes(value: Any) -> str:
+    return "yes" if value is True else "no" if value is False else str(value)
+
+
+def sdpa_signature(e: dict[str, Any]) -> str:
+    return (f"{e.get('device')}/{e.get('dtype')}/head_dim:{e.get('head_dim')}/"
+            f"mask:{_yes(e.get('has_mask'))}/causal:{_yes(e.get('is_causal'))}/"
+            f"dropout:{_yes(e.get('dropout'))}/gqa:{_yes(e.get('enable_gqa'))}/"
+            f"allowed:{e.get('allowed')}")
+
+
+def sdpa_kernel_facts(processes: list[Process]) -> dict[str, Any]:
+    """`runtime.torch.sdpa_kernels.<signature>`: the kernel torch chose for each call
+    signature a process saw (the probe's `torch_sdpa`). One leaf per signature, the
+    signature its key: two runs' kernels line up whatever order the calls came in, and a
+    refusal names the signature and both kernels."""
+    seen: dict[str, list[Any]] = {}
+    for p in processes:
+        for e in p.sdpa_kernels:
+            seen.setdefault(sdpa_signature(e), []).append(e.get("kernel"))
+    return {key: _one(kernels) for key, kernels in sorted(seen.items())}
 
 
 def _probe_section(run_dir: Path, processes: list[Process]) -> dict[str, Any]:

@@ -33,6 +33,7 @@ class Process:
     forked_from: int | None = None
     title: str = ""
     torch: dict[str, dict[str, Any]] = field(default_factory=dict)
+    sdpa_kernels: list[dict[str, Any]] = field(default_factory=list)
     modules: dict[str, str] = field(default_factory=dict)
     maps: list[str] | None = None
     mapped_weights: list[str] = field(default_factory=list)
@@ -45,6 +46,10 @@ class Process:
 
 def _strings(value: Any) -> list[str]:
     return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
 
 
 def _table(value: Any) -> dict[str, Any]:
@@ -74,6 +79,7 @@ def parse(doc: Any, file: str = "") -> Process | None:
         prefix=str(doc.get("prefix", "")), base_prefix=str(doc.get("base_prefix", "")),
         forked_from=_int(doc.get("forked_from")), title=str(doc.get("title", "")),
         torch={k: _scalars(torch.get(k)) for k in ("at_import", "at_exit") if k in torch},
+        sdpa_kernels=[_scalars(e) for e in _list(torch.get("sdpa_kernels")) if isinstance(e, dict)],
         modules={str(k): v for k, v in _table(doc.get("modules")).items() if isinstance(v, str)},
         maps=_strings(maps) if isinstance(maps, list) else None,
         mapped_weights=_strings(doc.get("mapped_weights")),

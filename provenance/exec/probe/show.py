@@ -16,6 +16,8 @@ def _torch(torch: dict[str, Any]) -> list[tuple[str, str]]:
     rows = [("torch", "  ".join(f"{k}={flags[k]}" for k in TORCH_SHOWN if k in flags))]
     for name, c in sorted((torch.get("changed") or {}).items()):
         rows.append(("", f"changed by the run: {name} {c.get('at_import')} -> {c.get('at_exit')}"))
+    for signature, kernel in sorted((torch.get("sdpa_kernels") or {}).items()):
+        rows.append(("", f"sdpa kernel {kernel}: {signature}"))
     return rows
 
 

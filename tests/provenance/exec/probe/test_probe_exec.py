@@ -29,7 +29,9 @@ elif case == "matmul":
     torch.set_float32_matmul_precision("medium")
 g = torch.Generator().manual_seed(0)
 a = torch.randn(64, 64, generator=g, dtype=torch.float64)
-print(repr(float((a @ a).sum())), torch.get_num_threads() > 0)
+q = torch.randn(1, 2, 8, 32, generator=g)  # sdpa: the probe wraps it (torch_sdpa)
+att = torch.nn.functional.scaled_dot_product_attention(q, q, q, is_causal=True)
+print(repr(float((a @ a).sum())), repr(float(att.sum())), torch.get_num_threads() > 0)
 """
 CASES = {
     "threads": "runtime.torch.flags.num_threads",
@@ -115,16 +117,18 @@ def test_output_and_exit_status_are_byte_identical_with_and_without_the_probe(pe
     code = str(workload.read_text() + "raise SystemExit(5)\n")
     workload.write_text(code)
     plain = subprocess.run([PYTHON, str(workload)], capture_output=True, env=penv)
-    runs = []
+    runs, recs = [], []
     for switch in ("1", "0"):
         e = dict(penv, PROV_INPROCESS=switch, PROBE_CASE="threads")
         p = prov("exec", "-q", "--", PYTHON, str(workload), env=e)
         runs.append((p.returncode, p.stdout, p.stderr))
-        assert last_run(penv)["facts"]["probe"]["state"] == ("on" if switch == "1" else "off")
+        recs.append(last_run(penv))
+        assert recs[-1]["facts"]["probe"]["state"] == ("on" if switch == "1" else "off")
     plain = subprocess.run([PYTHON, str(workload)], capture_output=True,
                            env=dict(penv, PROBE_CASE="threads"))
     assert runs[0] == runs[1] == (5, plain.stdout, plain.stderr)
-    assert plain.stdout.strip()
+    assert len(plain.stdout.split()) == 3
+    assert len(recs[0]["facts"]["runtime"]["torch"]["sdpa_kernels"]) == 1  # sdpa was wrapped
 
 
 def test_a_non_python_command_records_its_command_and_no_probe(penv):

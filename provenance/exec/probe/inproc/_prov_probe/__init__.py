@@ -2,7 +2,8 @@
 
 What is caught, and when the file is written:
 - at start (`start`, from sitecustomize): pid, ppid, argv, interpreter, the script's stat;
-- when the program imports torch, transformers or vllm: what they hold right then;
+- when the program imports torch, transformers or vllm: what they hold right then (and
+  torch's sdpa is wrapped to note the kernel it chooses, `torch_sdpa`);
 - at fork (`os.register_at_fork`): the child gets its own file, maps included;
 - at exit through `atexit` and through `os._exit` (wrapped: multiprocessing's forked
   children end that way): torch flags, imported modules, mapped libraries, engine facts.
@@ -90,6 +91,7 @@ class Probe:
             from .torch_flags import torch_state
 
             self.record.facts.setdefault("torch", {})["at_import"] = torch_state()
+            self.guarded("sdpa wrap", self._watch_sdpa, module)
         elif name.startswith("transformers."):
             if self.transformers is None:
                 from .transformers_facts import Watcher
@@ -102,6 +104,11 @@ class Probe:
 
                 self.vllm = VllmWatcher(self)
             self.vllm.on_module(name, module)
+
+    def _watch_sdpa(self, torch):
+        from .torch_sdpa import SdpaWatcher
+
+        SdpaWatcher(self, torch).install()
 
     def after_fork(self):
         try:
