@@ -26,8 +26,8 @@ def main() -> int:
     def spy(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
             enable_gqa=False):
         if not seen:
-            choice = torch._fused_sdp_choice(q, k, v, attn_mask, dropout_p, is_causal, scale,
-                                             enable_gqa)
+            choice = torch._fused_sdp_choice(q, k, v, attn_mask, dropout_p, is_causal,
+                                             scale=scale, enable_gqa=enable_gqa)
             seen.update({"kernel": SDPBackend(choice).name, "q": list(q.shape),
                          "k": list(k.shape), "dtype": str(q.dtype), "is_causal": is_causal,
                          "mask": attn_mask is not None, "enable_gqa": enable_gqa})

@@ -66,6 +66,8 @@ def _checks(checks: dict[str, Any]) -> list[str]:
     out = ["| check | runs | --vary | exit | expected | as expected | refused keys |",
            "|---|---|---|---|---|---|---|"]
     for name, c in checks.items():
+        if "evidence" in c:
+            continue
         if "not_run" in c:
             out.append(f"| {name} | - | - | - | - | not run: {c['not_run']} | - |")
             continue
@@ -83,6 +85,10 @@ def render(res: dict[str, Any]) -> str:
     lines += grid_table(res.get("grid") or []) or ["(no grid: see the sweep step below)"]
     lines += ["", "## Gate checks (`prov compare` on the sweep's runs)", ""]
     lines += _checks(st.get("gates") or {})
+    ev = (st.get("gates") or {}).get("evidence_reference_runs", {}).get("evidence") or {}
+    for run, e in ev.items():
+        lines.append(f"- reference run {run}: torch fp32 precision flags as recorded "
+                     f"{e.get('fp32_precision')}")
     d = st.get("diverge") or {}
     lines += ["", "## `prov run diverge` FLASH_ATTN vs TRITON_ATTN, --vary attention-backend",
               "", f"{d}"[:1500], "", "## #17 on the GPU", ""]

@@ -66,7 +66,7 @@ def environment(clock: Clock) -> dict[str, Any]:
 
 def build_model(clock: Clock, model: Path, tokens: int, train_s: float) -> dict[str, Any]:
     out = sh(clock, [PY, "bench/gpu/divergence.py", "build", str(model), "--layers", "2",
-                     "--hidden", "1024", "--vocab", "8192", "--tokens", str(tokens),
+                     "--hidden", "1024", "--vocab", "2048", "--tokens", str(tokens),
                      "--train-steps", "400", "--train-seconds", str(train_s)], 150)
     lines = (out.get("stdout") or "").strip().splitlines()
     return {"rc": out.get("rc"), "seconds": out.get("seconds"),
@@ -105,7 +105,7 @@ def _find_keys(doc: Any, needle: str, path: str = "") -> dict[str, Any]:
     if isinstance(doc, dict):
         for k, v in doc.items():
             p = f"{path}.{k}" if path else str(k)
-            if needle in str(k).lower() and not isinstance(v, dict | list):
+            if needle in p.lower() and not isinstance(v, dict | list):
                 found[p] = v
             found.update(_find_keys(v, needle, p))
     return found
@@ -193,15 +193,37 @@ def gate_checks(clock: Clock, record: dict, cpu: bool) -> dict[str, Any]:
         "kv_pair_no_vary": (ref, kv, 0, [], 3),
         "kv_pair_vary_kv_cache_dtype": (ref, kv, 0, ["kv-cache-dtype"], 0),
     }
+    # each pair of two cells twice: their first runs (the first cell's is a cold cache) and
+    # their second runs; a cell against itself: its two repeats
     for name, (a, b, run_b, vary, expect) in pairs.items():
         if a is None or b is None:
             checks[name] = {"not_run": "a cell it needs did not complete"}
             continue
-        r = _compare(clock, a["runs"][0], b["runs"][run_b], vary)
-        r["expected_rc"] = expect
-        r["as_expected"] = r["rc"] == expect
-        checks[name] = r
+        which = [("", 0, run_b)] if a is b else [("", 0, 0), ("_second_runs", 1, 1)]
+        for tag, ra, rb in which:
+            r = _compare(clock, a["runs"][ra], b["runs"][rb], vary)
+            r["expected_rc"] = expect
+            r["as_expected"] = r["rc"] == expect
+            checks[name + tag] = r
+    if ref is not None:
+        checks["evidence_reference_runs"] = {"evidence": _flags_evidence(ref["runs"])}
     return checks
+
+
+def _flags_evidence(runs: list[str]) -> dict[str, Any]:
+    """The torch flags and the probe's own section of each run, as recorded."""
+    out: dict[str, Any] = {}
+    for r in runs:
+        p = subprocess.run(["prov", "show", r, "--json"], capture_output=True, text=True,
+                           timeout=60, cwd=ROOT)
+        try:
+            facts = json.loads(p.stdout).get("facts") or {}
+        except ValueError:
+            continue
+        flags = (facts.get("runtime") or {}).get("torch", {}).get("flags", {})
+        out[r] = {"fp32_precision": {k: v for k, v in flags.items() if "fp32" in k},
+                  "probe": json.dumps(facts.get("probe"), default=str)[:2500]}
+    return out
 
 
 def report(clock: Clock, sweep_json: Path, html: Path) -> dict[str, Any]:
@@ -245,7 +267,7 @@ def wna16(clock: Clock, work: Path, model: Path, record: dict | None, dtype: str
     with --vary weights --vary quantization, scored against the reference's scores."""
     ref = next((c for c in (record or {}).get("cells") or [] if c.get("reference")), None)
     out: dict[str, Any] = {}
-    for bits in (8, 4):
+    for bits in (4, 8):
         name = f"w{bits}a16"
         if clock.left() < 90:
             out[name] = {"not_run": f"{clock.left():.0f} s left; a repeat needs ~60 s"}
@@ -281,7 +303,9 @@ def _against_reference(clock: Clock, res: Path, workdir: Path, ref: dict) -> dic
 
     doc, _ = read_result(res)
     run0 = doc["runs"][0]["run_id"]
-    gate = _compare(clock, ref["runs"][0], run0, ["weights", "quantization"])
+    # the checkpoint's own directory holds the same tokenizer files: its path is declared
+    gate = _compare(clock, ref["runs"][1], run0, ["weights", "quantization",
+                                                  "runtime.transformers.tokenizers.*.name_or_path"])
     facts = (doc.get("runtime") or {}).get("vllm") or {}
     found: dict[str, Any] = {"gate": gate, "quantization": facts.get("quantization"),
                              "attention_backend": (facts.get("attention_backend") or {})

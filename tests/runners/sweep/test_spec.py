@@ -123,19 +123,23 @@ def test_bad_skip_rules_are_one_line_errors(tmp_path, rule, message):
 
 def test_the_gpu_grid_spec_is_valid_and_skips_what_flash_attn_cannot(tmp_path):
     # bench/gpu/vllm_grid.py writes this spec on the device: a typo must fail here, not there
-    from bench.gpu.vllm_grid import GPU_AXES, GPU_SKIPS, spec_text
+    from bench.gpu.vllm_grid import GPU_AXES, GPU_GATE_VARY, GPU_REFERENCE, GPU_SKIPS, spec_text
 
-    text = spec_text(tmp_path / "model", GPU_AXES, GPU_SKIPS, {"dtype": "bfloat16"}, 2048)
+    text = spec_text(tmp_path / "model", GPU_AXES, GPU_SKIPS, {"dtype": "bfloat16"}, 2048,
+                     GPU_REFERENCE, GPU_GATE_VARY)
     spec = parse_spec(text, "grid.toml", tmp_path)
+    assert spec.vary == GPU_GATE_VARY
     cells = plan(spec, DIGESTS)
     assert len(cells) == 16 and cells[0].label == \
         "quantization=none,attention_backend=FLASH_ATTN,kv_cache_dtype=auto"
+    assert cells[1].label == \
+        "quantization=none,attention_backend=TRITON_ATTN,kv_cache_dtype=auto"
     skipped = {c.label for c in cells if c.skip}
     assert skipped == {f"quantization={q},attention_backend=FLASH_ATTN,kv_cache_dtype={kv}"
                        for q in ("none", "fp8")
                        for kv in ("int8_per_token_head", "int4_per_token_head")}
-    assert cells[1].config.spec == ("vllm:attention_backend=FLASH_ATTN,dtype=bfloat16,"
-                                    "kv_cache_dtype=fp8,quantization=none")
+    assert cells[1].config.spec == ("vllm:attention_backend=TRITON_ATTN,dtype=bfloat16,"
+                                    "kv_cache_dtype=auto,quantization=none")
 
 
 def test_an_online_quantization_axis_is_gated_as_weights_and_quantization():
