@@ -45,7 +45,10 @@ chmod +x "$W/bin/prov"
 export PATH="$W/bin:$PATH"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv 2>/dev/null || true
 DEADLINE=$(( START + BUDGET_S ))
-"$PY" bench/gpu/vllm_grid.py --work "$W" --out "$OUT" --deadline "$DEADLINE" "${EXTRA[@]}"
+# GRID_ARGS: more driver options (e.g. "--skip-libraries --reserve 30")
+# shellcheck disable=SC2086
+"$PY" bench/gpu/vllm_grid.py --work "$W" --out "$OUT" --deadline "$DEADLINE" "${EXTRA[@]}" \
+  ${GRID_ARGS:-}
 echo "driver exit $?"
 cp "$W/sweep.json" "$OUT/" 2>/dev/null
 echo "done in $(( $(date +%s) - START )) s"
