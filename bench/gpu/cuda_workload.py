@@ -2,7 +2,9 @@
 
 Writes what torch and the loaded libraries themselves report, in-process, to argv[1]:
 torch.backends.cudnn.version(), torch.cuda.nccl.version(), and from the libraries mapped in
-/proc/self/maps: cudnnGetVersion(), cublasGetProperty(), ncclGetVersion() through ctypes.
+/proc/self/maps: cudnnGetVersion(), cublasGetProperty(), ncclGetVersion() through ctypes;
+and, last, every shared object mapped at exit (`maps_at_exit`): the ground truth a `prov
+exec` record of this process must contain (NCCL and its transports load in the last moments).
 """
 
 from __future__ import annotations
@@ -36,6 +38,12 @@ def lib_versions() -> dict:
         ctypes.CDLL(p).ncclGetVersion(ctypes.byref(v))
         out.setdefault("nccl", {})[p] = v.value
     return out
+
+
+def maps_at_exit() -> list[str]:
+    with open("/proc/self/maps") as fh:
+        paths = {line.split(None, 5)[-1].strip() for line in fh if "/" in line}
+    return sorted(p for p in paths if ".so" in os.path.basename(p) and os.path.isfile(p))
 
 
 def main() -> int:
@@ -73,6 +81,7 @@ def main() -> int:
         report["loaded"] = lib_versions()
     except Exception as exc:
         report["loaded_error"] = f"{type(exc).__name__}: {exc}"[:300]
+    report["maps_at_exit"] = maps_at_exit()
     with open(sys.argv[1], "w") as fh:
         json.dump(report, fh, indent=1)
     return 0

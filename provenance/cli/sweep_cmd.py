@@ -17,7 +17,8 @@ from provenance.cli import app
 from provenance.model.errors import ProvError
 
 STATE_STYLE = {"pending": "dim", "submitted": "cyan", "running": "cyan", "retrying": "yellow",
-               "done": "green", "skipped": "green", "failed": "red"}
+               "done": "green", "skipped": "green", "failed": "red",
+               "not run": "yellow"}
 
 
 class CellProgress:
@@ -107,6 +108,8 @@ def render_matrix(record: dict[str, Any], con) -> None:
                 f"{k}: {v['reference']!r}→{v['cell']!r}" for k, v in g["differing"].items())
         if row["state"] == "failed":
             gate = f"[red]failed[/] {row.get('error', '')}"[:200]
+        if row["state"] == "not run":
+            gate = f"[yellow]not run[/]: {row.get('reason', '')}"[:200]
         node = row.get("node") or {}
         where = node.get("node_ip") or node.get("hostname") or ""
         if node.get("node_id"):
@@ -132,11 +135,15 @@ def sweep(
                             "at ADDRESS (host:port or 'auto'); default: this machine."),
     as_json: bool = typer.Option(False, "--json", help="Print the sweep record as JSON."),
     fresh: bool = typer.Option(False, "--fresh", help="Run every cell, even finished ones."),
+    budget: float = typer.Option(None, "--budget", min=1, help="Seconds from now after "
+                                 "which no further cell is started (local executor); the "
+                                 "cells left are recorded as not run."),
 ) -> None:
     """Run a sweep: every cell recorded, gated against the reference cell, compared.
 
-    Exit 0: every cell ran and passed the gate; 3: some cell was flagged by the gate (it ran
-    in an environment differing in more than the swept keys); 1: some cell failed.
+    Exit 0: every cell ran (or was skipped by the spec's [[skip]]) and passed the gate; 3:
+    some cell was flagged by the gate (it ran in an environment differing in more than the
+    swept keys); 1: some cell failed, or was not started within --budget.
     """
     from provenance.cli.output import console, print_json
     from provenance.store import open_store
@@ -149,6 +156,8 @@ def sweep(
         raise ProvError(f"{sp.text}: no such text file", 2)
     store = open_store()
     con = console(stderr=as_json)
+    if ray and budget:
+        raise ProvError("--budget works with the local executor only (not with --ray)", 2)
     if ray:
         try:
             executor = api.ray_executor(ray)
@@ -158,7 +167,8 @@ def sweep(
             raise ProvError(f"--ray {ray}: cannot connect ({type(exc).__name__}: "
                             f"{str(exc)[:300]})") from None
     else:
-        executor = api.LocalExecutor(str(store.root))
+        deadline = time.time() + budget if budget else None
+        executor = api.LocalExecutor(str(store.root), deadline=deadline)
     progress = CellProgress(con, live=con.is_terminal and not as_json)
     try:
         # Ray's driver prints worker deaths etc. on sys.stdout: keep stdout for the result
@@ -173,7 +183,7 @@ def sweep(
     else:
         render_matrix(outcome.record, con)
         con.print(f"sweep record {outcome.digest}")
-    if outcome.failed:
+    if outcome.failed or outcome.unfinished:
         raise typer.Exit(1)
     if outcome.flagged:
         if not as_json:

@@ -168,6 +168,15 @@ def sweep_section(m: dict[str, Any]) -> str:
                 lines.append(f"agree {c['top1_agreement']:.4%}")
             if c.get("kl_mean") is not None:
                 lines.append(f"KL {c['kl_mean']:.2e} (max {c.get('kl_max') or 0:.1e})")
+            if c.get("kl_rev_mean") is not None:
+                lines.append(f"KL(cell‖ref) {c['kl_rev_mean']:.2e} "
+                             f"(p99 {c.get('kl_rev_p99') or 0:.1e})")
+            if c.get("first_disagreement") is not None:
+                lines.append(f"first disagreement at {c['first_disagreement']}")
+            if c.get("resolved"):
+                lines.append(f"ran {esc(c['resolved'])}")
+            if c.get("reason"):
+                lines.append(esc(str(c["reason"])[:300]))
             if c.get("repeat"):
                 lines.append(f"repeat: {esc(c['repeat'])}")
             if c.get("node"):

@@ -14,7 +14,8 @@ from typing import Any
 
 from provenance.model.errors import ProvError
 
-CELL_FIGURES = ("top1_agreement", "kl_mean", "kl_max")
+CELL_FIGURES = ("top1_agreement", "kl_mean", "kl_max", "kl_p99", "kl_rev_mean", "kl_rev_p99",
+                "kl_rev_max")
 
 
 def validate_sweep(doc: Any, where: Path | str) -> dict[str, Any]:
@@ -68,6 +69,21 @@ def sweep_matrix(doc: dict[str, Any]) -> dict[str, Any]:
             "rows": rows, "reference": doc["reference"]}
 
 
+def _resolved(runtime: Any) -> str | None:
+    """What the engine said it ran (attention backend, KV cache), for the cell's caption."""
+    if not isinstance(runtime, dict):
+        return None
+    parts = []
+    for key in ("attention_backend", "kv_cache_dtype"):
+        v = runtime.get(key)
+        if isinstance(v, dict) and v.get("resolved"):
+            extra = v.get("cache_config") or v.get("sdpa_kernel")
+            fa = v.get("flash_attn_version")
+            parts.append(str(v["resolved"]) + (f" ({extra})" if extra else "")
+                         + (f" FA{fa}" if fa and fa != "none" else ""))
+    return " / ".join(parts) or None
+
+
 def from_store_record(rec: dict[str, Any]) -> dict[str, Any]:
     """A `prov sweep` record (kind `prov.sweep`, stored by the sweep driver) in the shape
     above: cells named by their label, the gate's refused keys as flag_keys."""
@@ -86,7 +102,14 @@ def from_store_record(rec: dict[str, Any]) -> dict[str, Any]:
             "flag_keys": sorted(gate.get("differing") or {}),
             "top1_agreement": summary.get("top1_agreement"),
             "kl_mean": summary.get("kl_ref_cand_mean"), "kl_max": summary.get("kl_ref_cand_max"),
+            "kl_p99": summary.get("kl_ref_cand_p99"),
+            "kl_rev_mean": summary.get("kl_cand_ref_mean"),
+            "kl_rev_p99": summary.get("kl_cand_ref_p99"),
+            "kl_rev_max": summary.get("kl_cand_ref_max"),
+            "first_disagreement": summary.get("first_disagreement"),
             "repeat": verdict.get("verdict") if isinstance(verdict, dict) else verdict,
+            "reason": row.get("reason") or row.get("error"),
+            "resolved": _resolved(row.get("runtime")),
         })
     return {"format": "prov-sweep/1", "name": rec.get("name"),
             "spec_digest": rec.get("spec_digest"), "axes": rec.get("axes"),

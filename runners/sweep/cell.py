@@ -115,6 +115,7 @@ def run_cell(p: dict[str, Any], store_root: str | None = None,
             "manifest_digest": infos[0].manifest_digest,
             "snapshot_digest": store.manifest_object(infos[0].record.manifest).digest(),
             "scores": scores, "verdict": verdict,
+            "runtime": runs[0].meta.get("runtime", {}).get(p["engine"]),
             "seconds": round(time.time() - t0, 3),
         }
         if ship:

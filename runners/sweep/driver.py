@@ -42,6 +42,11 @@ class SweepOutcome:
         return [c for c in self.cells if c.get("state") == "failed"]
 
     @property
+    def unfinished(self) -> list[dict[str, Any]]:
+        """Cells not run for want of time (a spec's [[skip]] cells are not unfinished)."""
+        return [c for c in self.cells if c.get("state") == "not run" and not c.get("declared")]
+
+    @property
     def flagged(self) -> list[dict[str, Any]]:
         return [c for c in self.cells if (c.get("gate") or {}).get("gate") == "flagged"]
 
@@ -97,6 +102,10 @@ def run_sweep(spec: SweepSpec, store, executor, on_event: Event,
             results[c.cell_id] = {**done[c.key], "reused": True}
             on_event(c.cell_id, "skipped", {"node": done[c.key].get("node", {})})
     spec_obj = store.put_bytes(spec.path.read_bytes() if spec.path else b"", "sweep.spec")
+    for c in cells:
+        if c.skip and c.cell_id not in results:
+            results[c.cell_id] = {"state": "not run", "reason": c.skip, "declared": True}
+            on_event(c.cell_id, "not run", {"error": c.skip})
     todo = [c for c in cells if c.cell_id not in results]
     results.update(_run_cells(spec, store, executor, on_event, todo, prep))
     # 4. the gate across nodes, then figures for the comparable cells
@@ -119,6 +128,10 @@ def _run_cells(spec: SweepSpec, store, executor, on_event: Event, todo: list[Cel
     results: dict[str, dict[str, Any]] = {}
     for p, out in executor.run(payloads, spec.retries, on_event, resources=resources):
         c = by_id[p["cell_id"]]
+        if "not_run" in out:
+            results[c.cell_id] = {"state": "not run", "reason": out["not_run"]}
+            on_event(c.cell_id, "not run", {"error": out["not_run"]})
+            continue
         if "error" in out:
             results[c.cell_id] = {"state": "failed", "error": out["error"],
                                   "failures": out.get("failures", []),
@@ -171,6 +184,9 @@ def _gate_rows(store, cells: list[Cell], results: dict[str, dict[str, Any]], var
             "failures": r.get("failures", []), "cell_object": r.get("cell_object")
             or _object_of(store, c.key), "verdict": r.get("verdict"),
             "error": r.get("error"), "shipped": r.get("shipped"), "seconds": r.get("seconds"),
+            "reason": r.get("reason"), "declared": r.get("declared", False),
+            "scores": r.get("scores"),
+            "runtime": r.get("runtime"),
         }
         if row["state"] == "complete" and ref_scores is not None and not c.is_reference:
             row["gate"] = gate_cell(store, ref_res["runs"][0], r["runs"][0], vary)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -13,10 +14,13 @@ Event = Callable[[str, str, dict[str, Any]], None]  # (cell id, state, details)
 
 
 class LocalExecutor:
+    """`deadline` (a time.time() value): cells not started by then are not run, and say so."""
+
     name = "local"
 
-    def __init__(self, store_root: str) -> None:
+    def __init__(self, store_root: str, deadline: float | None = None) -> None:
         self.store_root = store_root
+        self.deadline = deadline
 
     def _attempts(self, p: dict[str, Any], retries: int, on_event: Event) -> dict[str, Any]:
         failures: list[str] = []
@@ -40,6 +44,10 @@ class LocalExecutor:
             ) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
         """Yield (payload, outcome) per cell; an outcome with `error` failed every attempt."""
         for p in payloads:
+            if self.deadline is not None and time.time() >= self.deadline:
+                yield p, {"not_run": "the sweep's time budget was spent before this cell "
+                                     "started"}
+                continue
             yield p, self._attempts(p, retries, on_event)
 
     def close(self) -> None:

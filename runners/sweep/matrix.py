@@ -15,14 +15,15 @@ from typing import Any
 
 import numpy as np
 
-# What each engine option is called in the gate's presets.
-AXIS_PRESETS = {
-    "attn": "attention-backend",
-    "attention_backend": "attention-backend",
-    "sdpa_kernel": "attention-backend",
-    "dtype": "dtype",
-    "kv_cache_dtype": "kv-cache-dtype",
-    "quantization": "weights",
+# What each engine option is called in the gate's presets (an online quantization changes
+# the weights the engine holds and the quantization config it reports).
+AXIS_PRESETS: dict[str, tuple[str, ...]] = {
+    "attn": ("attention-backend",),
+    "attention_backend": ("attention-backend",),
+    "sdpa_kernel": ("attention-backend",),
+    "dtype": ("dtype",),
+    "kv_cache_dtype": ("kv-cache-dtype",),
+    "quantization": ("weights", "quantization"),
 }
 # Ray's per-process bookkeeping in every task's environment (env.RAY_* is identity): which
 # job and raylet a worker belongs to says nothing about numerics. Listed as ignored in each
@@ -32,7 +33,7 @@ RAY_BOOKKEEPING = ("env.RAY_JOB_ID", "env.RAY_RAYLET_PID", "env.RAY_CLIENT_MODE"
 
 
 def vary_for(axes: list[str], extra: list[str]) -> list[str]:
-    out = [AXIS_PRESETS.get(a, f"run.params.{a}") for a in axes]
+    out = [p for a in axes for p in AXIS_PRESETS.get(a, (f"run.params.{a}",))]
     out += [f"runtime.*.{a}" for a in axes if a not in AXIS_PRESETS]
     return list(dict.fromkeys(out + list(extra)))
 
@@ -63,6 +64,9 @@ def compare_scores(ref: np.ndarray, cand: np.ndarray, ids: np.ndarray) -> dict[s
             "first_disagreement": s["first_disagreement"],
             "kl_ref_cand_mean": s["kl_ref_cand"]["mean"],
             "kl_ref_cand_max": s["kl_ref_cand"]["max"],
+            "kl_ref_cand_p99": s["kl_ref_cand"]["p99"],
             "kl_cand_ref_mean": s["kl_cand_ref"]["mean"],
+            "kl_cand_ref_p99": s["kl_cand_ref"]["p99"],
+            "kl_cand_ref_max": s["kl_cand_ref"]["max"],
             "kl_ref_cand_mean_ci": s["ci"]["kl_ref_cand_mean"],
             "positions": s["positions"]}

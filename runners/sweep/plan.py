@@ -25,6 +25,7 @@ class Cell:
     key: str
     resources: dict[str, float] = field(default_factory=dict)
     is_reference: bool = False
+    skip: str | None = None  # the spec's reason for not running this cell
 
     @property
     def label(self) -> str:
@@ -50,7 +51,8 @@ def plan(spec: SweepSpec, digests: dict[str, Any]) -> list[Cell]:
         values = dict(zip(names, combo, strict=True))
         cfg = engine_config(spec, values)
         cells.append(Cell(0, values, cfg, cell_key(cfg, {**digests, "repeats": spec.repeats}),
-                          spec.resources_for(values), values == spec.reference))
+                          spec.resources_for(values), values == spec.reference,
+                          spec.skip_reason(values)))
     cells.sort(key=lambda c: not c.is_reference)
     for i, c in enumerate(cells):
         c.index = i

@@ -32,6 +32,10 @@ resources = { odd_node = 1 }
 
 [gate]                           # optional: extra --vary patterns, env keys to ignore
 vary = []
+
+[[skip]]                         # cells not to run, with the reason shown in their place
+match = { attn = "eager", dtype = "bfloat16" }
+reason = "why this combination is not run (e.g. the engine does not offer it)"
 ```
 
 Validation is done here, once, with one clear line per problem: a sweep that fails on its
@@ -49,7 +53,7 @@ from provenance.model.errors import ProvError
 from runners.engines import EngineConfig, EngineError
 
 SCALAR = (str, int, float, bool)
-TOP_KEYS = {"sweep", "axes", "reference", "options", "resources", "gate"}
+TOP_KEYS = {"sweep", "axes", "reference", "options", "resources", "gate", "skip"}
 SWEEP_KEYS = {"name", "engine", "model", "text", "max_tokens", "block", "repeats", "retries"}
 RESOURCE_KEYS = {"num_cpus", "num_gpus", "memory", "resources", "when"}
 
@@ -62,6 +66,12 @@ class SpecError(ProvError, ValueError):
 class ResourceRule:
     match: dict[str, Any]
     resources: dict[str, float]
+
+
+@dataclass(frozen=True)
+class SkipRule:
+    match: dict[str, Any]
+    reason: str
 
 
 @dataclass
@@ -82,6 +92,7 @@ class SweepSpec:
     resources: dict[str, float] = field(default_factory=dict)
     rules: list[ResourceRule] = field(default_factory=list)
     vary: list[str] = field(default_factory=list)
+    skips: list[SkipRule] = field(default_factory=list)
     digest: str = ""  # sha256 of the spec file's bytes
     path: Path | None = None
 
@@ -96,6 +107,13 @@ class SweepSpec:
                 matched.update(rule.resources)
                 hit = True
         return matched if hit else dict(self.resources)
+
+    def skip_reason(self, cell: dict[str, Any]) -> str | None:
+        """The reason of the first [[skip]] rule that matches the cell, else None."""
+        for rule in self.skips:
+            if all(cell.get(k) == v for k, v in rule.match.items()):
+                return rule.reason
+        return None
 
 
 def _table(doc: dict, key: str, where: str, required: bool = False) -> dict:
@@ -210,6 +228,29 @@ def _resource_rules(res_t: dict, axes: dict[str, list[Any]], where: str) -> list
     return rules
 
 
+def _skip_rules(doc: dict, axes: dict[str, list[Any]], ref: dict[str, Any],
+                where: str) -> list[SkipRule]:
+    rules = doc.get("skip", []) or []
+    if not isinstance(rules, list):
+        raise SpecError(f"{where} [[skip]]: must be an array of tables")
+    out = []
+    for i, rule in enumerate(rules):
+        w = f"{where} [[skip]] #{i + 1}"
+        if not isinstance(rule, dict) or set(rule) != {"match", "reason"}:
+            raise SpecError(f"{w}: needs exactly `match` and `reason`")
+        if not isinstance(rule["reason"], str) or not rule["reason"].strip():
+            raise SpecError(f"{w}.reason: must be a non-empty string")
+        if not isinstance(rule["match"], dict) or not rule["match"]:
+            raise SpecError(f"{w}.match: must be a non-empty table of axis = value")
+        for k, v in rule["match"].items():
+            if k not in axes or v not in axes[k]:
+                raise SpecError(f"{w}.match: {k} = {v!r} names no axis value")
+        if all(ref.get(k) == v for k, v in rule["match"].items()):
+            raise SpecError(f"{w}: matches the reference cell, which every cell needs")
+        out.append(SkipRule(dict(rule["match"]), rule["reason"].strip()))
+    return out
+
+
 def _vary(doc: dict, where: str) -> list[str]:
     gate_t = _table(doc, "gate", where)
     _unknown(gate_t, {"vary"}, f"{where} [gate]")
@@ -236,6 +277,7 @@ def parse_spec(text: str, where: str = "spec", base: Path | None = None) -> Swee
     _unknown(res_t, RESOURCE_KEYS, f"{where} [resources]")
     rules = _resource_rules(res_t, axes, where)
     vary = _vary(doc, where)
+    skips = _skip_rules(doc, axes, ref, where)
     name = sw.get("name", "sweep")
     if not isinstance(name, str) or not name:
         raise SpecError(f"{where} [sweep].name: must be a non-empty string")
@@ -251,7 +293,7 @@ def parse_spec(text: str, where: str = "spec", base: Path | None = None) -> Swee
         num_cpus=_number(res_t.get("num_cpus", 1), f"{where} [resources].num_cpus"),
         num_gpus=_number(res_t.get("num_gpus", 0), f"{where} [resources].num_gpus"),
         resources=_resources(res_t.get("resources", {}), f"{where} [resources].resources"),
-        rules=rules, vary=vary,
+        rules=rules, vary=vary, skips=skips,
         digest="sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest(),
     )
 

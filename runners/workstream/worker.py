@@ -97,43 +97,11 @@ class _Transformers:
 
 class _VLLM:
     def __init__(self, cfg: EngineConfig, model_dir: str, max_len: int) -> None:
-        from runners.engines.vllm_engine import VLLM_ENV_DEFAULTS, resolved_backends
+        from runners.engines.vllm_engine import open_llm
 
-        for k, v in VLLM_ENV_DEFAULTS.items():
-            os.environ.setdefault(k, v)
-        try:
-            import vllm
-        except ImportError as exc:
-            raise EngineError(f"vllm is not importable by {sys.executable} ({exc}); point "
-                              "PROV_VLLM_PYTHON or the spec's python= at a vLLM venv") from exc
-        import torch
-        from vllm import LLM
-
-        kv = cfg.get("kv_cache_dtype", "auto")
-        dtype = cfg.get("dtype", "float32")
-        kwargs: dict[str, Any] = dict(
-            model=model_dir, tokenizer=model_dir, dtype=dtype, enforce_eager=True,
-            enable_prefix_caching=False, max_model_len=max_len, max_logprobs=-1, seed=0,
-            kv_cache_dtype=kv, logprobs_mode="raw_logprobs")
-        if cfg.get("attention_backend"):
-            kwargs["attention_backend"] = cfg.get("attention_backend")
-        self.llm = LLM(**kwargs)
-        facts = resolved_backends(self.llm)
-        backend = facts["attention_backends"][0]
-        req = cfg.get("attention_backend")
-        if req and req.upper() != backend:
-            raise EngineError(f"asked for attention backend {req} but the engine ran {backend}")
-        mc = self.llm.llm_engine.vllm_config.model_config
+        self.llm, self.runtime = open_llm(cfg, model_dir, max_len)
         self.vocab = self.llm.llm_engine.model_config.get_vocab_size()
-        self.runtime = {
-            "engine": "vllm", "vllm_version": vllm.__version__,
-            "torch_version": torch.__version__,
-            "attention_backend": {"requested": req or "auto", "resolved": backend},
-            "kv_cache_dtype": {"requested": kv, "resolved": facts["kv_cache_dtypes"][0]},
-            "dtype": {"requested": dtype, "resolved": str(mc.dtype).removeprefix("torch.")},
-            "enforce_eager": True, "prefix_caching": False,
-            "decoding": "greedy (temperature 0), one request at a time",
-        }
+        self.runtime["decoding"] = "greedy (temperature 0), one request at a time"
 
     def score(self, ids: list[int]) -> np.ndarray:
         from vllm import SamplingParams

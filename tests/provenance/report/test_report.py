@@ -224,6 +224,39 @@ def test_stored_sweep_record(tmp_path):
     assert "demo-2x2" in html
 
 
+def test_sweep_cells_not_run_show_why_and_passed_cells_what_ran(tmp_path):
+    """A cell the spec skips or the budget left out carries its reason onto the page; a
+    passed cell shows KL both ways, its first disagreement and what the engine resolved."""
+    from provenance.store import open_store
+    from provenance.store.records import encode
+
+    ref = {"label": "kv=auto", "values": {"kv": "auto"}, "reference": True,
+           "state": "complete", "runs": ["0" * 16], "gate": {"gate": "reference"}}
+    ran = {"label": "kv=fp8", "values": {"kv": "fp8"}, "reference": False, "state": "complete",
+           "runs": ["1" * 16], "gate": {"gate": "passed"},
+           "runtime": {"attention_backend": {"resolved": "FLASH_ATTN", "flash_attn_version": "3"},
+                       "kv_cache_dtype": {"resolved": "uint8", "cache_config": "fp8"}},
+           "summary": {"top1_agreement": 0.97, "kl_ref_cand_mean": 2e-3, "kl_ref_cand_max": 0.5,
+                       "kl_cand_ref_mean": 3e-3, "kl_cand_ref_p99": 4e-2,
+                       "first_disagreement": 17}}
+    skipped = {"label": "kv=int4", "values": {"kv": "int4"}, "reference": False,
+               "state": "not run", "runs": [], "reason": "FLASH_ATTN has no int4 KV cache",
+               "declared": True}
+    record = {"kind": "prov.sweep", "schema_version": 1, "name": "kv",
+              "axes": {"kv": ["auto", "fp8", "int4"]}, "reference": "kv=auto",
+              "cells": [ref, ran, skipped]}
+    store = open_store(tmp_path / "store")
+    digest = store.put_bytes(encode(record), "sweep")
+    out = tmp_path / "sw.html"
+    p = prov("report", digest[7:20], "--out", str(out), store=tmp_path / "store", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    table = out.read_text().split("<table class='sweep'>", 1)[1].split("</table>", 1)[0]
+    assert "not run" in table and "FLASH_ATTN has no int4 KV cache" in table
+    assert "KL(cell‖ref) 3.00e-03 (p99 4.0e-02)" in table
+    assert "first disagreement at 17" in table
+    assert "ran FLASH_ATTN FA3 / uint8 (fp8)" in table
+
+
 
 def _segmented_result(path, n: int = 600):
     """A divergence result whose text had segments: disagreements only in code."""

@@ -94,3 +94,56 @@ def test_sweep_cli_does_not_import_ray_or_torch():
             "print(sorted(m for m in ('ray', 'torch', 'runners.sweep') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+SKIP = GOOD + """
+[[skip]]
+match = { attn = "sdpa", dtype = "bfloat16" }
+reason = "not offered by this engine"
+"""
+
+
+def test_skip_rules_mark_cells_with_their_reason(tmp_path):
+    cells = {c.label: c for c in plan(parse_spec(SKIP, "s.toml", tmp_path), DIGESTS)}
+    assert cells["attn=sdpa,dtype=bfloat16"].skip == "not offered by this engine"
+    assert [c.skip for label, c in cells.items() if label != "attn=sdpa,dtype=bfloat16"] == \
+        [None, None, None]
+
+
+@pytest.mark.parametrize("rule, message", [
+    ('match = { attn = "eager", dtype = "float32" }\nreason = "x"', "matches the reference"),
+    ('match = { attn = "flash" }\nreason = "x"', "attn = 'flash' names no axis value"),
+    ('match = { attn = "sdpa" }', "needs exactly `match` and `reason`"),
+    ('match = { attn = "sdpa" }\nreason = " "', "reason: must be a non-empty string"),
+])
+def test_bad_skip_rules_are_one_line_errors(tmp_path, rule, message):
+    with pytest.raises(SpecError, match=message.replace("(", r"\(")):
+        parse_spec(GOOD + "\n[[skip]]\n" + rule + "\n", "s.toml", tmp_path)
+
+
+def test_the_gpu_grid_spec_is_valid_and_skips_what_flash_attn_cannot(tmp_path):
+    # bench/gpu/vllm_grid.py writes this spec on the device: a typo must fail here, not there
+    from bench.gpu.vllm_grid import GPU_AXES, GPU_GATE_VARY, GPU_REFERENCE, GPU_SKIPS, spec_text
+
+    text = spec_text(tmp_path / "model", GPU_AXES, GPU_SKIPS, {"dtype": "bfloat16"}, 2048,
+                     GPU_REFERENCE, GPU_GATE_VARY)
+    spec = parse_spec(text, "grid.toml", tmp_path)
+    assert spec.vary == GPU_GATE_VARY
+    cells = plan(spec, DIGESTS)
+    assert len(cells) == 16 and cells[0].label == \
+        "quantization=none,attention_backend=FLASH_ATTN,kv_cache_dtype=auto"
+    assert cells[1].label == \
+        "quantization=none,attention_backend=TRITON_ATTN,kv_cache_dtype=auto"
+    skipped = {c.label for c in cells if c.skip}
+    assert skipped == {f"quantization={q},attention_backend=FLASH_ATTN,kv_cache_dtype={kv}"
+                       for q in ("none", "fp8")
+                       for kv in ("int8_per_token_head", "int4_per_token_head")}
+    assert cells[1].config.spec == ("vllm:attention_backend=TRITON_ATTN,dtype=bfloat16,"
+                                    "kv_cache_dtype=auto,quantization=none")
+
+
+def test_an_online_quantization_axis_is_gated_as_weights_and_quantization():
+    from runners.sweep.matrix import vary_for
+
+    assert vary_for(["quantization", "kv_cache_dtype"], []) == \
+        ["weights", "quantization", "kv-cache-dtype"]

@@ -100,3 +100,25 @@ def test_interrupted_sweep_resumes_without_rerunning_finished_cells(demo_model, 
     assert "top-1 agree" in table.stdout and "reference" in table.stdout
     assert table.stdout.count("(resumed)") == 4
     assert {r.run_id for r in store.list_runs() if r.state == "complete"} == complete
+
+
+def test_skipped_and_out_of_budget_cells_say_why_they_did_not_run(demo_model, tmp_path):
+    spec = _spec(tmp_path, demo_model)
+    spec.write_text(spec.read_text() + '[[skip]]\nmatch = { attn = "sdpa", dtype = "bfloat16" }'
+                    '\nreason = "not offered here"\n')
+    env = {**os.environ, "PROV_STORE": str(tmp_path / "store"), "PROV_NO_PYPROJECT": "1"}
+    p = subprocess.run([PROV, "sweep", str(spec), "--json", "--budget", "1"], cwd=tmp_path,
+                       env=env, capture_output=True, text=True, timeout=400)
+    assert p.returncode == 1, p.stderr[-2000:]  # cells left unstarted: not a complete sweep
+    cells = {c["label"]: c for c in json.loads(p.stdout)["cells"]}
+    skipped = cells["attn=sdpa,dtype=bfloat16"]
+    assert skipped["state"] == "not run" and skipped["reason"] == "not offered here"
+    assert skipped["declared"] and skipped["runs"] == []
+    # the budget is spent by the time the last planned cell would start (the first cell,
+    # if it started, took longer than 1 s): not run, with the budget as the reason
+    last = cells["attn=sdpa,dtype=float32"]
+    assert last["state"] == "not run" and not last["declared"] and last["runs"] == []
+    assert "time budget" in last["reason"]
+    ray = subprocess.run([PROV, "sweep", str(spec), "--ray", "auto", "--budget", "5"],
+                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    assert ray.returncode == 2 and "local executor only" in ray.stderr
