@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The vLLM grid's one device call (issue 21 and #17's GPU item), from the project root there:
 #   bash bench/gpu/vllm_grid.sh
-# Unpacks the vLLM payload that ../shared/vllm-gpu/pack.sh wrote (.v/c01, here or one folder
+# Unpacks the vLLM payload that bench/gpu/vllm_pack/pack.sh wrote (.v/c01, here or one folder
 # up: VPAYLOAD), puts prov on PATH, then runs bench/gpu/vllm_grid.py under BUDGET_S seconds
 # (560): model, `prov exec` checks, the `prov sweep` grid, the gate checks, `prov report`.
 # Results under $OUT: log.txt, grid.json, grid.md, grid-report.html, sweep.json.
@@ -26,7 +26,7 @@ else
   PY=${PY:-python3}
   V=${VPAYLOAD:-}
   for d in .v/c01 ../.v/c01; do [ -z "$V" ] && [ -f "$d/SHA256SUMS" ] && V=$d; done
-  [ -n "$V" ] || { echo "no vLLM payload (.v/c01): run ../shared/vllm-gpu/pack.sh"; exit 2; }
+  [ -n "$V" ] || { echo "no vLLM payload (.v/c01): run bench/gpu/vllm_pack/pack.sh"; exit 2; }
   if [ ! -d /tmp/site/vllm ]; then
     T0=$(date +%s)
     cat "$V"/payload.part-* > /tmp/payload.tar.xz

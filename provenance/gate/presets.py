@@ -22,6 +22,9 @@ PRESETS: dict[str, tuple[str, ...]] = {
         "env.VLLM_USE_TRITON_FLASH_ATTN",
         "env.VLLM_FLASH_ATTN_VERSION",
         "env.SGLANG_ATTENTION_BACKEND",
+        # another backend JIT-compiles other kernels (Triton launchers share one file name):
+        # the set of what a JIT compiled is declared with it; every other library still counts
+        "libs.*.jit",
     ),
     "kv-cache-dtype": (
         "runtime.*.kv_cache_dtype",
@@ -31,6 +34,7 @@ PRESETS: dict[str, tuple[str, ...]] = {
         "runtime.*.calculate_kv_scales",
         "runtime.*.kv_scales",
         "env.VLLM_KV_CACHE_DTYPE",
+        "libs.*.jit",  # a quantised KV cache runs other JIT kernels (as attention-backend)
     ),
     "weights": (
         "runtime.*.model",
@@ -81,6 +85,8 @@ PRESETS: dict[str, tuple[str, ...]] = {
         "runtime.torch.flags.float32_matmul_precision",
         "runtime.torch.flags.default_dtype",
         "runtime.*.models.*.dtype",
+        # each sdpa call signature names its dtype: a dtype change renames every one of them
+        "runtime.torch.sdpa_kernels",
     ),
 }
 # Never worth refusing a comparison over; still listed in the record as ignored.

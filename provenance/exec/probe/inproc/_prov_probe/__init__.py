@@ -19,7 +19,8 @@ import sys
 from .record import Record
 
 WATCHED = ("torch", "transformers.modeling_utils", "transformers.tokenization_utils_base",
-           "transformers.models.auto.auto_factory", "vllm.v1.worker.gpu_model_runner")
+           "transformers.models.auto.auto_factory", "vllm.v1.worker.gpu_model_runner",
+           "vllm.v1.worker.gpu.model_runner")
 _probe = None
 
 

@@ -2,8 +2,10 @@
 the model (the engine core or a worker; the main process with
 VLLM_ENABLE_V1_MULTIPROCESSING=0), never from argv.
 
-When `vllm.v1.worker.gpu_model_runner` has loaded, `GPUModelRunner.__init__` is wrapped to
-keep a weak reference to each model runner (the CPU runner is a subclass); after the most
+When `vllm.v1.worker.gpu_model_runner` (the V1 runner; the CPU runner is a subclass) or
+`vllm.v1.worker.gpu.model_runner` (V2, vLLM's default for dense models on CUDA) has
+loaded, its `GPUModelRunner.__init__` is wrapped to keep a weak reference to each model
+runner; after the most
 derived class's `initialize_kv_cache` (attention groups exist from then on) and at exit,
 each live runner is read: model, revision, tokenizer, dtype, quantization, max_model_len,
 seed, enforce_eager, logprobs_mode, the KV cache (dtype requested and as allocated, block
@@ -16,7 +18,7 @@ through vLLM's own `envs`.
 import sys
 import weakref
 
-RUNNER_MODULE = "vllm.v1.worker.gpu_model_runner"
+RUNNER_MODULES = ("vllm.v1.worker.gpu_model_runner", "vllm.v1.worker.gpu.model_runner")
 
 
 def _get(obj, path):
@@ -134,7 +136,7 @@ class Watcher:
         self.wrapped = set()
 
     def on_module(self, name, module):
-        if name == RUNNER_MODULE:
+        if name in RUNNER_MODULES:
             self._wrap_init(module.GPUModelRunner)
 
     def _wrap_init(self, cls):
@@ -146,6 +148,7 @@ class Watcher:
             watcher.probe.guarded("vllm runner", watcher._note, runner)
 
         __init__.__wrapped__ = original
+        __init__.prov_probe = True  # (vLLM's own decorators set __wrapped__ too)
         for attr in ("__name__", "__qualname__", "__doc__", "__module__"):
             setattr(__init__, attr, getattr(original, attr, None))
         cls.__init__ = __init__

@@ -1,0 +1,38 @@
+"""docs/concepts/gate.md lists every built-in preset with its patterns, as PRESETS has them.
+
+The table between the two markers is generated from `provenance.gate.presets.PRESETS`;
+`PROV_UPDATE_GOLDEN=1` rewrites it (then review the diff), as for every golden file.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from provenance.gate.presets import PRESETS
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGE = ROOT / "docs" / "concepts" / "gate.md"
+BEGIN = "<!-- generated from PRESETS: PROV_UPDATE_GOLDEN=1 pytest tests/test_docs_presets.py -->"
+END = "<!-- end of generated presets -->"
+
+
+def generated_table() -> str:
+    rows = [f"| `{name}` | {', '.join(f'`{p}`' for p in patterns)} |"
+            for name, patterns in PRESETS.items()]
+    return "\n".join([BEGIN, "", "| preset | patterns |", "|---|---|", *rows, "", END])
+
+
+def test_the_preset_table_matches_presets() -> None:
+    text = PAGE.read_text(encoding="utf-8")
+    assert BEGIN in text and END in text, f"{PAGE} lost its generated-table markers"
+    head, rest = text.split(BEGIN, 1)
+    current, tail = rest.split(END, 1)
+    expected = generated_table()
+    if os.environ.get("PROV_UPDATE_GOLDEN") == "1":
+        PAGE.write_text(head + expected + tail, encoding="utf-8")
+        return
+    assert BEGIN + current + END == expected, (
+        f"{PAGE.relative_to(ROOT)} is out of date with PRESETS: "
+        "PROV_UPDATE_GOLDEN=1 pytest tests/test_docs_presets.py regenerates it"
+    )
