@@ -1,6 +1,6 @@
 """Run the perturbation matrix: every run is a real `prov exec`, every row a verdict.
 
-Each run is `prov exec --output OUT -- PYTHON -m provenance.selftest.workload ...`, started
+Each run is `prov exec --output OUT -- PYTHON -m runners.selftest_workload ...`, started
 as a child process so that what a user would change from the shell (environment, working
 directory, hostname, user, LD_PRELOAD, another interpreter) is changed for prov itself,
 exactly as it would be in real use. The workload writes its output digests and run id; the
@@ -168,7 +168,7 @@ class Runner:
         python, prefix, cwd, store = self._special(special, env, out)
         argv = [*prefix, *self._prov(), "exec", "--name", f"selftest-{name}",
                 "--tag", "selftest=identity", "--output", str(out), "--",
-                python, "-m", "provenance.selftest.workload", "--model", str(self.model),
+                python, "-m", "runners.selftest_workload", "--model", str(self.model),
                 "--out", str(out), "--device", self.device, "--tokens", str(self.tokens),
                 *(p.args if p else ())]
         if special == "api-env":

@@ -1,4 +1,4 @@
-"""The fixed selftest workload, run under `prov exec`: `python -m provenance.selftest.workload`.
+"""The fixed selftest workload, run under `prov exec`: `python -m runners.selftest_workload`.
 
 Two parts, each with bitwise digests of what it computed:
 - model: the demo model's teacher-forced logits and every hidden state, through the
@@ -104,7 +104,7 @@ def model(args: argparse.Namespace) -> tuple[dict[str, str], dict[str, Any]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m provenance.selftest.workload")
+    ap = argparse.ArgumentParser(prog="python -m runners.selftest_workload")
     ap.add_argument("--model", required=True)
     ap.add_argument("--out", required=True, type=Path)
     ap.add_argument("--tokens", type=int, default=192)
