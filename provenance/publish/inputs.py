@@ -1,7 +1,8 @@
 """The small adapter between the run store (`prov exec`) and SBOM/publish.
 
-Everything publish and sbom need from a run is in `RunInfo`; the store's own record format
-stays the store's business and is read in one place, `run_info_from_record`.
+Everything publish and sbom need from a run is in `PublishedRun` (a projection of the
+store's `RunRecord`, not the index row `provenance.store.RunInfo`); the record format
+stays the store's business and is read in one place, `published_run`.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from provenance.store.run_record import RunRecord
 
 
 @dataclass(frozen=True)
-class RunInfo:
+class PublishedRun:
     run_id: str
     argv: tuple[str, ...]
     started: str | None = None  # RFC 3339
@@ -34,20 +35,20 @@ class Subject:
     manifest: Manifest
     label: str  # "environment", "image REF", "run ID", or the manifest path
     kind: str  # "environment" | "image" | "run" | "manifest"
-    run: RunInfo | None = None
+    run: PublishedRun | None = None
     # True when the manifest describes this very interpreter, so installed metadata
     # (Requires-Dist, licenses) may be read to enrich it.
     local: bool = False
 
 
-def load_run(ref: str) -> tuple[RunInfo, Manifest]:
+def load_run(ref: str) -> tuple[PublishedRun, Manifest]:
     """A run (id or unique prefix) and its manifest from the store (`prov exec`)."""
     from provenance.store.resolve import resolve_run
 
     if len(ref) > 256 or not ref.isprintable():
         raise ProvError(f"--run {ref[:40]!r}...: not a run id (ids are short hex strings)")
     resolved = resolve_run(ref)
-    return run_info_from_record(resolved.run.record), resolved.manifest
+    return published_run(resolved.run.record), resolved.manifest
 
 
 def _digests(entries: Any) -> dict[str, str]:
@@ -59,10 +60,10 @@ def _digests(entries: Any) -> dict[str, str]:
     return out
 
 
-def run_info_from_record(record: RunRecord) -> RunInfo:
+def published_run(record: RunRecord) -> PublishedRun:
     """The store's run record (`RunRecord`, validated by the store) reduced to what
     publishing needs; the record's document is shipped in bundles as stored."""
-    return RunInfo(
+    return PublishedRun(
         run_id=record.run_id,
         argv=record.command,
         started=record.started_at,

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from provenance.model import Manifest
-from provenance.publish.inputs import RunInfo, Subject
+from provenance.publish.inputs import PublishedRun, Subject
 
 PROV = [sys.executable, "-c", "from provenance.cli import main; main()"]
 
@@ -86,12 +86,12 @@ def sample_manifest(**kw) -> Manifest:
     return Manifest(facts=sample_facts(**kw))
 
 
-def sample_run(manifest: Manifest) -> RunInfo:
+def sample_run(manifest: Manifest) -> PublishedRun:
     """A run shaped as the store records it (the record is what a bundle ships)."""
-    from provenance.publish.inputs import run_info_from_record
+    from provenance.publish.inputs import published_run
     from provenance.store.run_record import RunRecord
 
-    return run_info_from_record(RunRecord.from_doc({
+    return published_run(RunRecord.from_doc({
         "run_id": "r-20261101-0001",
         "state": "complete",
         "command": ["python", "bench.py", "--model", "m", "--api-key",
