@@ -2,8 +2,8 @@
 
 Tests of what installers write (fingerprints, RECORD rows, locks written by `uv lock`,
 `uv export`, `pip lock`) use the tools themselves, not imitations. The tools venv is built
-under a file lock and marked complete only at the end (like tests/runners/vllm_venv.py), so
-an interrupted build is redone, and parallel test processes build it once. Wheels the tests
+by tests/cached_venv.py, so an interrupted build is redone, and parallel test processes build
+it once. Wheels the tests
 install are downloaded once into the same cache; after that only index look-ups by uv and
 pdm need the network (PyPI).
 """
@@ -17,10 +17,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-CACHE = Path(os.environ.get("PROV_TEST_CACHE", Path.home() / ".cache" / "prov-tests"))
+from tests.cached_venv import CACHE, cached_venv
+
 TOOLS = CACHE / "installer-tools-v1"
 WHEELS = CACHE / "installer-wheels"
-MARKER = TOOLS / ".prov-complete"
 # Pinned so a test's expectations do not move with a release. pdm 2.29 breaks with hishel 2
 # (`hishel.SyncSqliteStorage` is gone), so hishel is pinned to the series pdm was built on.
 PINS = ["pip==26.3", "uv==0.13.9", "pdm==2.29.4", "hishel[httpx2]==1.4.0"]
@@ -32,18 +32,10 @@ def _base_python() -> str:
 
 def tools_bin() -> Path:
     """The bin/ directory holding pip, uv and pdm, building the venv first if needed."""
-    CACHE.mkdir(parents=True, exist_ok=True)
-    with open(CACHE / "installer-tools.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not MARKER.exists():
-            if TOOLS.exists():
-                shutil.rmtree(TOOLS)
-            subprocess.run([_base_python(), "-m", "venv", str(TOOLS)], check=True)
-            pip = [str(TOOLS / "bin" / "python"), "-m", "pip", "install", "-q"]
-            subprocess.run([*pip, "-U", "pip"], check=True)
-            subprocess.run([*pip, *PINS], check=True)
-            MARKER.write_text("\n".join(PINS) + "\n")
-    return TOOLS / "bin"
+    steps = [["pip", "install", "-q", "-U", "pip"], ["pip", "install", "-q", *PINS]]
+    python = cached_venv(TOOLS.name, steps, "import pip", "\n".join(PINS) + "\n",
+                         base=_base_python())
+    return python.parent
 
 
 def tool(name: str) -> str:

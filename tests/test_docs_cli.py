@@ -6,9 +6,10 @@ The block between the two markers of that page is generated from the app's click
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
+
+from tests.golden import check_generated_block
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = ROOT / "docs" / "reference" / "cli.md"
@@ -82,15 +83,4 @@ def generated_block() -> str:
 
 
 def test_cli_reference_matches_the_app() -> None:
-    text = PAGE.read_text(encoding="utf-8")
-    assert BEGIN in text and END in text, f"{PAGE} lost its generated-block markers"
-    head, rest = text.split(BEGIN, 1)
-    current, tail = rest.split(END, 1)
-    expected = generated_block()
-    if os.environ.get("PROV_UPDATE_GOLDEN") == "1":
-        PAGE.write_text(head + expected + tail, encoding="utf-8")
-        return
-    assert BEGIN + current + END == expected, (
-        f"{PAGE.relative_to(ROOT)} is out of date with the CLI: "
-        "PROV_UPDATE_GOLDEN=1 pytest tests/test_docs_cli.py regenerates it"
-    )
+    check_generated_block(PAGE, BEGIN, END, generated_block())

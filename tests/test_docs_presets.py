@@ -6,10 +6,10 @@ The table between the two markers is generated from `provenance.gate.presets.PRE
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from provenance.gate.presets import PRESETS
+from tests.golden import check_generated_block
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = ROOT / "docs" / "concepts" / "gate.md"
@@ -24,15 +24,4 @@ def generated_table() -> str:
 
 
 def test_the_preset_table_matches_presets() -> None:
-    text = PAGE.read_text(encoding="utf-8")
-    assert BEGIN in text and END in text, f"{PAGE} lost its generated-table markers"
-    head, rest = text.split(BEGIN, 1)
-    current, tail = rest.split(END, 1)
-    expected = generated_table()
-    if os.environ.get("PROV_UPDATE_GOLDEN") == "1":
-        PAGE.write_text(head + expected + tail, encoding="utf-8")
-        return
-    assert BEGIN + current + END == expected, (
-        f"{PAGE.relative_to(ROOT)} is out of date with PRESETS: "
-        "PROV_UPDATE_GOLDEN=1 pytest tests/test_docs_presets.py regenerates it"
-    )
+    check_generated_block(PAGE, BEGIN, END, generated_table())

@@ -330,40 +330,46 @@ def test_closed_reader_gives_the_command_sigpipe_as_without_prov(penv):
     assert rec["signal"] == "SIGPIPE" and rec["logs"]["stdout"]["size"] >= 2
 
 
+class ProvOnPty:
+    """`prov exec -q -- sh -c SCRIPT` on a pseudo-terminal of its own, read as a user would."""
+
+    def __init__(self, script: str, env: dict[str, str]) -> None:
+        import pty
+
+        self.pid, self.fd = pty.fork()
+        if self.pid == 0:  # the child: prov on the pty
+            os.execve(PROV, [PROV, "exec", "-q", "--", "sh", "-c", script], env)
+        self.buf = b""
+
+    def read_until(self, token: bytes) -> bool:
+        import select
+
+        end = time.time() + 90
+        while token not in self.buf and time.time() < end:
+            if select.select([self.fd], [], [], 0.2)[0]:
+                try:
+                    self.buf += os.read(self.fd, 1024)
+                except OSError:
+                    break
+        return token in self.buf
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            os.close(self.fd)
+
+
 def test_on_a_terminal_the_command_reads_stdin_and_gets_ctrl_c(penv):
     """Under a real pty: the command's process group owns the terminal (no SIGTTIN on read),
     and ^C typed at the terminal reaches it; prov exits 130 as a shell would."""
-    import pty
-    import select
-
-    pid, fd = pty.fork()
-    if pid == 0:  # the child: prov on the pty
-        os.execve(
-            PROV,
-            [PROV, "exec", "-q", "--", "sh", "-c", "echo ready; read x; echo got:$x; sleep 20"],
-            penv,
-        )
-    buf = b""
-
-    def read_until(token: bytes) -> bool:
-        nonlocal buf
-        end = time.time() + 90
-        while token not in buf and time.time() < end:
-            if select.select([fd], [], [], 0.2)[0]:
-                try:
-                    buf += os.read(fd, 1024)
-                except OSError:
-                    break
-        return token in buf
-
+    term = ProvOnPty("echo ready; read x; echo got:$x; sleep 20", penv)
     try:
-        assert read_until(b"ready"), buf
-        os.write(fd, b"typed\n")
-        assert read_until(b"got:typed"), buf
-        os.write(fd, b"\x03")
-        _, status = os.waitpid(pid, 0)
+        assert term.read_until(b"ready"), term.buf
+        os.write(term.fd, b"typed\n")
+        assert term.read_until(b"got:typed"), term.buf
+        os.write(term.fd, b"\x03")
+        _, status = os.waitpid(term.pid, 0)
     finally:
-        os.close(fd)
+        term.close()
     assert os.waitstatus_to_exitcode(status) == 130
     rec = last_run(penv)
     assert rec["signal"] == "SIGINT" and rec["exit_status"] == 130
@@ -372,41 +378,18 @@ def test_on_a_terminal_the_command_reads_stdin_and_gets_ctrl_c(penv):
 def test_ctrl_z_stops_prov_with_the_command_and_fg_resumes_both(penv):
     """Job control on a terminal: ^Z stops the command, and prov stops too (so a shell sees
     the job stop, not a hung terminal); SIGCONT to prov (the shell's `fg`) resumes both."""
-    import pty
-    import select
-
-    pid, fd = pty.fork()
-    if pid == 0:
-        os.execve(
-            PROV,
-            [PROV, "exec", "-q", "--", "sh", "-c", "echo ready; read x; echo got:$x"],
-            penv,
-        )
-    buf = b""
-
-    def read_until(token: bytes) -> bool:
-        nonlocal buf
-        end = time.time() + 90
-        while token not in buf and time.time() < end:
-            if select.select([fd], [], [], 0.2)[0]:
-                try:
-                    buf += os.read(fd, 1024)
-                except OSError:
-                    break
-        return token in buf
-
+    term = ProvOnPty("echo ready; read x; echo got:$x", penv)
     try:
-        assert read_until(b"ready"), buf
-        os.write(fd, b"\x1a")  # ^Z
-        _, status = os.waitpid(pid, os.WUNTRACED)
+        assert term.read_until(b"ready"), term.buf
+        os.write(term.fd, b"\x1a")  # ^Z
+        _, status = os.waitpid(term.pid, os.WUNTRACED)
         assert os.WIFSTOPPED(status)  # prov itself stopped, as the shell's job would
-        os.kill(pid, signal.SIGCONT)
-        os.write(fd, b"again\n")
-        assert read_until(b"got:again"), buf
-        _, status = os.waitpid(pid, 0)
+        os.kill(term.pid, signal.SIGCONT)
+        os.write(term.fd, b"again\n")
+        assert term.read_until(b"got:again"), term.buf
+        _, status = os.waitpid(term.pid, 0)
     finally:
-        with contextlib.suppress(OSError):
-            os.close(fd)
+        term.close()
     assert os.waitstatus_to_exitcode(status) == 0
     assert last_run(penv)["exit_status"] == 0
 
