@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from provenance.collectors.answer_cache import cache_root
 from provenance.exec.jit import identify
 from provenance.exec.probe.libs import jit_artifact
 from provenance.model.atomic import write_atomic
@@ -130,10 +131,7 @@ class LibrarySampler:
 
 
 def _cache_path() -> Path:
-    base = os.environ.get("PROV_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "prov"
-    )
-    return Path(base) / "file-digests.json"
+    return Path(cache_root()) / "file-digests.json"
 
 
 class FileHasher:
