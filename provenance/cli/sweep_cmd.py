@@ -138,6 +138,10 @@ def sweep(
     budget: float = typer.Option(None, "--budget", min=1, help="Seconds from now after "
                                  "which no further cell is started (local executor); the "
                                  "cells left are recorded as not run."),
+    jobs: int = typer.Option(1, "--jobs", "-j", min=1, help="Cells run at once on this "
+                             "machine (local executor), each in a worker process of its "
+                             "own; a shared GPU needs the engine's memory share (vLLM: "
+                             "gpu_memory_utilization)."),
 ) -> None:
     """Run a sweep: every cell recorded, gated against the reference cell, compared.
 
@@ -158,6 +162,8 @@ def sweep(
     con = console(stderr=as_json)
     if ray and budget:
         raise ProvError("--budget works with the local executor only (not with --ray)", 2)
+    if ray and jobs > 1:
+        raise ProvError("--jobs works with the local executor only (Ray places the cells)", 2)
     if ray:
         try:
             executor = api.ray_executor(ray)
@@ -168,7 +174,7 @@ def sweep(
                             f"{str(exc)[:300]})") from None
     else:
         deadline = time.time() + budget if budget else None
-        executor = api.LocalExecutor(str(store.root), deadline=deadline)
+        executor = api.LocalExecutor(str(store.root), deadline=deadline, jobs=jobs)
     progress = CellProgress(con, live=con.is_terminal and not as_json)
     try:
         # Ray's driver prints worker deaths etc. on sys.stdout: keep stdout for the result

@@ -16,7 +16,8 @@ from provenance.model.errors import ProvError
 ENGINES = ("transformers", "vllm")
 KNOWN_OPTIONS: dict[str, tuple[str, ...]] = {
     "transformers": ("attn", "sdpa_kernel", "dtype", "device", "store"),
-    "vllm": ("attention_backend", "kv_cache_dtype", "dtype", "quantization", "topk", "python"),
+    "vllm": ("attention_backend", "kv_cache_dtype", "dtype", "quantization", "topk",
+             "gpu_memory_utilization", "python"),
 }
 DTYPES = ("float32", "bfloat16", "float16")
 

@@ -79,6 +79,12 @@ def open_llm(config: EngineConfig, model_dir: str, max_len: int):
         kwargs["attention_backend"] = backend
     if quant != "none":
         kwargs["quantization"] = quant
+    share = config.get("gpu_memory_utilization")
+    if share is not None:  # cells sharing one GPU (prov sweep --jobs)
+        try:
+            kwargs["gpu_memory_utilization"] = float(share)
+        except ValueError:
+            raise EngineError(f"gpu_memory_utilization={share}: not a number") from None
     llm = LLM(**kwargs)
     facts = engine_facts(llm, requested)
     resolved = facts["attention_backend"]["resolved"]

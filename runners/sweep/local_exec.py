@@ -1,26 +1,61 @@
-"""The embedded executor: cells one after another on this machine, into the driver's store."""
+"""The embedded executor: cells on this machine, into the driver's store.
+
+With `jobs` 1 (the default) cells run one after another in this process, straight into the
+driver's store. With `jobs` N > 1 up to N cells run at once, each in a worker process of its
+own with a private store whose objects come back for the driver to merge, as a Ray node's do
+(one GPU shared by small models: give the engine a memory share, e.g. vLLM's
+`gpu_memory_utilization`). A cell's repeats always run one after another in its worker.
+"""
 
 from __future__ import annotations
 
+import multiprocessing
+import os
+import signal
 import socket
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from typing import Any
 
 from runners.launch import LaunchError
 from runners.sweep.cell import CellError, run_cell
 
 Event = Callable[[str, str, dict[str, Any]], None]  # (cell id, state, details)
+OUT_OF_BUDGET = "the sweep's time budget was spent before this cell started"
+
+
+def _run_in_worker(p: dict[str, Any], slots: int) -> dict[str, Any]:
+    """One attempt in a pool worker; errors come back as data (some do not pickle)."""
+    try:
+        return {"out": run_cell(p, None, {"executor": "local", "jobs": slots})}
+    except CellError as exc:
+        return {"fatal": str(exc)}
+    except (LaunchError, OSError) as exc:
+        return {"retry": str(exc)}
+
+
+def _interrupt_workers(pool: ProcessPoolExecutor) -> None:
+    for proc in list((getattr(pool, "_processes", None) or {}).values()):
+        try:
+            os.kill(proc.pid, signal.SIGINT)
+        except (ProcessLookupError, TypeError):
+            pass
 
 
 class LocalExecutor:
-    """`deadline` (a time.time() value): cells not started by then are not run, and say so."""
+    """`deadline` (a time.time() value): cells not started by then are not run, and say so.
+    `jobs`: how many cells run at once."""
 
     name = "local"
 
-    def __init__(self, store_root: str, deadline: float | None = None) -> None:
+    def __init__(self, store_root: str, deadline: float | None = None, jobs: int = 1) -> None:
         self.store_root = store_root
         self.deadline = deadline
+        self.jobs = max(1, int(jobs))
+
+    def _late(self) -> bool:
+        return self.deadline is not None and time.time() >= self.deadline
 
     def _attempts(self, p: dict[str, Any], retries: int, on_event: Event) -> dict[str, Any]:
         failures: list[str] = []
@@ -43,12 +78,66 @@ class LocalExecutor:
             resources: dict[str, dict[str, Any]] | None = None
             ) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
         """Yield (payload, outcome) per cell; an outcome with `error` failed every attempt."""
+        if self.jobs > 1 and len(payloads) > 1:
+            yield from self._run_pool(payloads, retries, on_event)
+            return
         for p in payloads:
-            if self.deadline is not None and time.time() >= self.deadline:
-                yield p, {"not_run": "the sweep's time budget was spent before this cell "
-                                     "started"}
+            if self._late():
+                yield p, {"not_run": OUT_OF_BUDGET}
                 continue
             yield p, self._attempts(p, retries, on_event)
+
+    def _run_pool(self, payloads: list[dict[str, Any]], retries: int, on_event: Event
+                  ) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
+        """Up to `jobs` cells at once; yielded as they finish (the driver stores each)."""
+        queue = list(payloads)
+        running: dict[Future, tuple[dict[str, Any], int, list[str]]] = {}
+        # spawn: the driver holds threads (the progress display) that a fork would copy
+        pool = ProcessPoolExecutor(self.jobs, mp_context=multiprocessing.get_context("spawn"))
+        try:
+            while queue or running:
+                while queue and len(running) < self.jobs:
+                    p = queue.pop(0)
+                    if self._late():
+                        yield p, {"not_run": OUT_OF_BUDGET}
+                        continue
+                    self._submit(pool, running, p, 1, [], on_event)
+                if not running:
+                    continue
+                done, _ = wait(running, return_when=FIRST_COMPLETED)
+                for fut in done:
+                    p, attempt, failures = running.pop(fut)
+                    outcome = self._settle(fut, p, attempt, failures, retries, on_event)
+                    if outcome is None:  # retry
+                        self._submit(pool, running, p, attempt + 1, failures, on_event)
+                    else:
+                        yield p, outcome
+        except KeyboardInterrupt:
+            _interrupt_workers(pool)  # as the user's ^C would (a `kill -INT` reaches us alone)
+            raise
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    def _submit(self, pool, running: dict, p: dict[str, Any], attempt: int,
+                failures: list[str], on_event: Event) -> None:
+        on_event(p["cell_id"], "running", {"node": socket.gethostname(), "attempt": attempt})
+        running[pool.submit(_run_in_worker, p, self.jobs)] = (p, attempt, failures)
+
+    @staticmethod
+    def _settle(fut: Future, p: dict[str, Any], attempt: int, failures: list[str],
+                retries: int, on_event: Event) -> dict[str, Any] | None:
+        """The cell's outcome, or None to try it again."""
+        try:
+            res = fut.result()
+        except Exception as exc:  # the worker process itself died (BrokenProcessPool, ...)
+            res = {"fatal": f"worker process: {type(exc).__name__}: {exc}"}
+        if "out" in res:
+            return {**res["out"], "attempts": attempt, "failures": failures}
+        failures.append(f"attempt {attempt}: {res.get('fatal') or res.get('retry')}")
+        if "retry" in res and attempt <= retries:
+            on_event(p["cell_id"], "retrying", {"error": res["retry"]})
+            return None
+        return {"error": failures[-1], "failures": failures, "attempts": attempt}
 
     def close(self) -> None:
         pass

@@ -122,3 +122,38 @@ def test_skipped_and_out_of_budget_cells_say_why_they_did_not_run(demo_model, tm
     ray = subprocess.run([PROV, "sweep", str(spec), "--ray", "auto", "--budget", "5"],
                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
     assert ray.returncode == 2 and "local executor only" in ray.stderr
+
+
+def test_cells_run_at_once_give_the_same_record_as_one_after_another(demo_model, tmp_path):
+    """--jobs 2: each cell in a worker process with a private store merged into the driver's
+    (the store stays whole), and the same repeats, gate and figures as --jobs 1."""
+    from provenance.store import open_store
+
+    spec = _spec(tmp_path, demo_model)
+    records = {}
+    for jobs in (1, 2):
+        env = {**os.environ, "PROV_STORE": str(tmp_path / f"store{jobs}"),
+               "PROV_NO_PYPROJECT": "1"}
+        p = subprocess.run([PROV, "sweep", str(spec), "--json", "--jobs", str(jobs)],
+                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+        assert p.returncode == 0, p.stderr[-3000:]
+        records[jobs] = {c["label"]: c for c in json.loads(p.stdout)["cells"]}
+        fsck = subprocess.run([PROV, "store", "fsck"], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=120)
+        assert fsck.returncode == 0, fsck.stdout + fsck.stderr
+    one, two = records[1], records[2]
+    assert set(one) == set(two) and len(two) == 4
+    store = open_store(tmp_path / "store2")
+    for label, cell in two.items():
+        assert cell["state"] == "complete", cell
+        assert cell["shipped"]["objects"] > 0  # came back from a worker's private store
+        assert store.get_run(cell["runs"][0]).record_digest == cell["records"][0]
+        assert cell["gate"]["gate"] == one[label]["gate"]["gate"]
+        if "summary" in one[label]:
+            for k in ("top1_agreement", "kl_ref_cand_mean", "kl_ref_cand_max"):
+                assert cell["summary"][k] == one[label]["summary"][k], (label, k)
+    assert {c["node"]["pid"] for c in two.values()} != {os.getpid()}
+    ray = subprocess.run([PROV, "sweep", str(spec), "--ray", "auto", "--jobs", "2"],
+                         cwd=tmp_path, env={**os.environ, "PROV_STORE": str(tmp_path / "s")},
+                         capture_output=True, text=True, timeout=60)
+    assert ray.returncode == 2 and "local executor only" in ray.stderr
