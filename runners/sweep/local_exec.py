@@ -9,6 +9,7 @@ own with a private store whose objects come back for the driver to merge, as a R
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import signal
@@ -37,10 +38,8 @@ def _run_in_worker(p: dict[str, Any], slots: int) -> dict[str, Any]:
 
 def _interrupt_workers(pool: ProcessPoolExecutor) -> None:
     for proc in list((getattr(pool, "_processes", None) or {}).values()):
-        try:
+        with contextlib.suppress(ProcessLookupError, TypeError):
             os.kill(proc.pid, signal.SIGINT)
-        except (ProcessLookupError, TypeError):
-            pass
 
 
 class LocalExecutor:
