@@ -17,7 +17,7 @@ ENGINES = ("transformers", "vllm")
 KNOWN_OPTIONS: dict[str, tuple[str, ...]] = {
     "transformers": ("attn", "sdpa_kernel", "dtype", "device", "store"),
     "vllm": ("attention_backend", "kv_cache_dtype", "dtype", "quantization", "topk",
-             "gpu_memory_utilization", "python"),
+             "gpu_memory_utilization", "kv_cache_memory_bytes", "python"),
 }
 DTYPES = ("float32", "bfloat16", "float16")
 

@@ -79,12 +79,7 @@ def open_llm(config: EngineConfig, model_dir: str, max_len: int):
         kwargs["attention_backend"] = backend
     if quant != "none":
         kwargs["quantization"] = quant
-    share = config.get("gpu_memory_utilization")
-    if share is not None:  # cells sharing one GPU (prov sweep --jobs)
-        try:
-            kwargs["gpu_memory_utilization"] = float(share)
-        except ValueError:
-            raise EngineError(f"gpu_memory_utilization={share}: not a number") from None
+    kwargs.update(_memory_share(config))
     llm = LLM(**kwargs)
     facts = engine_facts(llm, requested)
     resolved = facts["attention_backend"]["resolved"]
@@ -102,6 +97,22 @@ def open_llm(config: EngineConfig, model_dir: str, max_len: int):
         "device": "cuda" if torch.cuda.is_available() and "cpu" not in vllm.__file__ else "cpu",
     }
     return llm, runtime
+
+
+def _memory_share(config: EngineConfig) -> dict[str, Any]:
+    """Engines sharing one GPU (prov sweep --jobs): a share of its memory, and a fixed KV
+    cache size, which also skips vLLM's memory profiling (it fails when another process on
+    the GPU frees memory meanwhile)."""
+    out: dict[str, Any] = {}
+    for key, kind in (("gpu_memory_utilization", float), ("kv_cache_memory_bytes", int)):
+        value = config.get(key)
+        if value is None:
+            continue
+        try:
+            out[key] = kind(value)
+        except ValueError:
+            raise EngineError(f"{key}={value}: not a number") from None
+    return out
 
 
 class VLLMEngine:
