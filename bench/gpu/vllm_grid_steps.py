@@ -64,10 +64,13 @@ def environment(clock: Clock) -> dict[str, Any]:
     return _json(sh(clock, [PY, "-c", code], 60)) or {}
 
 
-def build_model(clock: Clock, model: Path, tokens: int, train_s: float) -> dict[str, Any]:
+def build_model(clock: Clock, model: Path, tokens: int, train_s: float,
+                yarn: bool = False) -> dict[str, Any]:
+    """yarn: RoPE as Qwen3 sets it for 131,072 positions (the long-context step's model)."""
     out = sh(clock, [PY, "bench/gpu/divergence.py", "build", str(model), "--layers", "2",
                      "--hidden", "1024", "--vocab", "2048", "--tokens", str(tokens),
-                     "--train-steps", "400", "--train-seconds", str(train_s)], 150)
+                     "--train-steps", "400", "--train-seconds", str(train_s)]
+             + (["--yarn"] if yarn else []), 150)
     lines = (out.get("stdout") or "").strip().splitlines()
     return {"rc": out.get("rc"), "seconds": out.get("seconds"),
             "model": json.loads(lines[-1]) if out.get("rc") == 0 and lines else out}
@@ -130,19 +133,42 @@ def exec_sdpa(clock: Clock, work: Path, model: Path) -> dict[str, Any]:
                         "says which kernel ran")}
 
 
-def run_sweep(clock: Clock, spec: Path, reserve: float) -> dict[str, Any]:
+def run_sweep(clock: Clock, spec: Path, reserve: float, jobs: int = 1) -> dict[str, Any]:
     # a cell started at the budget's end must still finish (~75 s warm on the H200, more
     # with a cold Triton cache) before the sweep's own limit
     budget = clock.left() - reserve - 110
     if budget < 30:
         return {"not_run": f"{clock.left():.0f} s left"}
-    out = sh(clock, ["prov", "sweep", str(spec), "--json", "--budget", str(int(budget))],
-             clock.left() - reserve, reserve=reserve)
+    out = sh(clock, ["prov", "sweep", str(spec), "--json", "--budget", str(int(budget)),
+                     "--jobs", str(jobs)], clock.left() - reserve, reserve=reserve)
     return {"rc": out.get("rc"), "seconds": out.get("seconds"), "budget_s": int(budget),
-            "stderr": out.get("stderr"), "record": _json(out)}
+            "jobs": jobs, "stderr": out.get("stderr"), "record": _json(out)}
+
+
+def flagged_keys(record: dict[str, Any]) -> list[str]:
+    """Every identity key on which some cell was flagged by the sweep's gate."""
+    keys: set[str] = set()
+    for c in record.get("cells") or []:
+        if (c.get("gate") or {}).get("gate") == "flagged":
+            keys.update((c["gate"].get("differing") or {}).keys())
+    return sorted(keys)
+
+
+def run_seconds() -> dict[str, float | None]:
+    """Run id -> its duration in the store (started to ended), for every run."""
+    from provenance.cli.output import seconds_between
+
+    p = subprocess.run(["prov", "runs", "--limit", "0", "--json"], capture_output=True,
+                       text=True, timeout=120, cwd=ROOT)
+    try:
+        runs = json.loads(p.stdout)
+    except ValueError:
+        return {}
+    return {r["run_id"]: seconds_between(r.get("started_at"), r.get("ended_at")) for r in runs}
 
 
 def grid_rows(record: dict[str, Any]) -> list[dict[str, Any]]:
+    took = run_seconds()
     rows = []
     for c in record.get("cells") or []:
         rt = c.get("runtime") or {}
@@ -151,6 +177,7 @@ def grid_rows(record: dict[str, Any]) -> list[dict[str, Any]]:
             "values": c["values"], "state": c["state"], "reference": c["reference"],
             "reason": c.get("reason") or c.get("error"), "seconds": c.get("seconds"),
             "runs": c.get("runs"), "gate": (c.get("gate") or {}).get("gate"),
+            "run_seconds": [took.get(r) for r in c.get("runs") or []],
             "flagged": sorted((c.get("gate") or {}).get("differing") or {}),
             "repeat": (c.get("verdict") or {}).get("verdict"),
             "repeat_detail": {k: v for k, v in (c.get("verdict") or {}).items()
