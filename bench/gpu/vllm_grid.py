@@ -173,7 +173,7 @@ def main() -> int:
     else:
         mem = "" if args.cpu else "," + ",".join(f"{k}={v}" for k, v in MEMORY.items())
         res["rest"] = run_rest(clock, args.work, model, args.replay_model or Path("-"), mem,
-                               args.long_tokens, args.topk, args.cpu)
+                               args.tokens, args.long_tokens, args.topk, args.cpu)
     res["seconds"] = round(clock.elapsed(), 1)
     (args.out / f"{args.part}.json").write_text(json.dumps(res, indent=1, default=str))
     (args.out / f"{args.part}.md").write_text(steps.markdown(res))

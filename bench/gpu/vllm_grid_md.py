@@ -92,8 +92,8 @@ def _pair(name: str, d: dict[str, Any]) -> str:
 def render_rest(res: dict[str, Any]) -> list[str]:
     rest = res.get("rest") or {}
     dv = rest.get("diverge") or {}
-    lines = ["## `prov run diverge` pairs (1,024 positions, full vocabulary)", ""]
-    for key in ("backend_pair", "kv_pair_undeclared"):
+    lines = ["## `prov run diverge` pairs (full vocabulary)", ""]
+    for key in ("backend_pair", "kv_pair"):
         lines.append(_pair(key, dv.get(key) or {"not_run": "chain failed"}))
     lines += ["", "### `prov compare` of those runs", ""]
     checks = {k: {**v, "runs": v.get("runs") or []} for k, v in (dv.get("compare") or {}).items()}

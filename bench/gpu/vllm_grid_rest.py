@@ -18,6 +18,7 @@ run as four chains at once on the one GPU (each vLLM engine with its own memory 
 from __future__ import annotations
 
 import json
+import os
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -74,15 +75,16 @@ def _diverge(clock: Clock, work: Path, name: str, model: Path, ref: str, cand: s
             "stderr": out.get("stderr") if out.get("rc") else None}
 
 
-def diverge_chain(clock: Clock, work: Path, model: Path, mem: str) -> dict[str, Any]:
+def diverge_chain(clock: Clock, work: Path, model: Path, mem: str, tokens: int
+                  ) -> dict[str, Any]:
     res: dict[str, Any] = {}
     fa, tr = _engine("a", mem), _engine("b", mem)
-    res["backend_pair"] = _diverge(clock, work, "div-backend", model, fa, tr, 1024,
+    res["backend_pair"] = _diverge(clock, work, "div-backend", model, fa, tr, tokens,
                                    ["attention-backend"], 300)
-    res["kv_pair_undeclared"] = _diverge(
+    res["kv_pair"] = _diverge(
         clock, work, "div-kv", model, tr, _engine("b", mem, kv_cache_dtype=SETUP["int_kv"][0]),
-        1024, [], 300)
-    a, b = res["backend_pair"]["runs"], res["kv_pair_undeclared"]["runs"]
+        tokens, ["kv-cache-dtype"], 300)
+    a, b = res["backend_pair"]["runs"], res["kv_pair"]["runs"]
     checks: dict[str, Any] = {}
     if len(a) == 2 and len(b) == 2:
         # TRITON_ATTN auto from two separate invocations (two fresh processes, one JIT cache)
@@ -90,6 +92,7 @@ def diverge_chain(clock: Clock, work: Path, model: Path, mem: str) -> dict[str, 
                                                      "expected_rc": 0}
         checks["backend_pair_undeclared"] = {**_compare(clock, a[0], a[1], []),
                                              "expected_rc": 3}
+        checks["kv_pair_undeclared"] = {**_compare(clock, b[0], b[1], []), "expected_rc": 3}
         checks["kv_pair_vary_kv_cache_dtype"] = {
             **_compare(clock, b[0], b[1], ["kv-cache-dtype"]), "expected_rc": 0}
     for c in checks.values():
@@ -147,8 +150,10 @@ def wna16_chain(clock: Clock, work: Path, model: Path, mem: str, tokens: int) ->
     for bits in (8, 4):
         name = f"w{bits}a16"
         ckpt = work / name
-        wrote = sh(clock, [PY, "-m", "runners.checkpoints", str(model), str(ckpt),
-                           "--bits", str(bits)], 120)
+        # the writer needs compressed_tensors: the vLLM interpreter's (the payload's there)
+        writer = os.environ.get("PROV_VLLM_PYTHON", PY)
+        wrote = sh(clock, [writer, "-m", "runners.checkpoints", str(model), str(ckpt), "--bits",
+                           str(bits)], 120)
         if wrote.get("rc") != 0:
             res[name] = {"write": {k: v for k, v in wrote.items() if k != "stdout"}}
             continue
@@ -189,9 +194,11 @@ def replay_chain(clock: Clock, work: Path, model: Path, mem: str) -> dict[str, A
     argv += [x for c in configs for x in ("--config", c)]
     out = sh(clock, argv, 420)
     doc = _json(out) or {}
+    gates = ["reference"] + [c.get("gate") for c in
+                             _result(work / "replay").get("comparisons") or []]
     per = []
-    for c in doc.get("configs") or []:
-        row = {"config": c.get("config"), "gate": c.get("gate"),
+    for i, c in enumerate(doc.get("configs") or []):
+        row = {"config": c.get("config"), "gate": gates[i] if i < len(gates) else None,
                "kv_cache": ((c.get("runtime") or {}).get("vllm") or {}).get("kv_cache_dtype")}
         for mode in ("open_loop", "closed_loop"):
             m = c.get(mode) or {}
@@ -205,13 +212,13 @@ def replay_chain(clock: Clock, work: Path, model: Path, mem: str) -> dict[str, A
 
 
 def run_rest(clock: Clock, work: Path, model: Path, replay_model: Path, mem: str,
-             long_tokens: int, topk: int, cpu: bool = False) -> dict[str, Any]:
+             tokens: int, long_tokens: int, topk: int, cpu: bool = False) -> dict[str, Any]:
     """The four chains at once; each returns its own facts (a chain's crash is recorded)."""
     SETUP.update(CPU if cpu else CUDA)
     chains = {
-        "diverge": lambda: diverge_chain(clock, work, model, mem),
+        "diverge": lambda: diverge_chain(clock, work, model, mem, tokens),
         "long_context": lambda: long_chain(clock, work, model, mem, long_tokens, topk),
-        "wna16": lambda: wna16_chain(clock, work, model, mem, 1024),
+        "wna16": lambda: wna16_chain(clock, work, model, mem, tokens),
         "replay": lambda: replay_chain(clock, work, replay_model, mem),
     }
     out: dict[str, Any] = {}

@@ -65,6 +65,11 @@ _SECRET_INFIX = re.compile(
     r"|TOKEN(?!IZ|IS|S(?:$|_))(?!_?(?:IDS?|COUNT|LEN|LENGTH|BUDGET|LIMIT|TYPE|TYPES)(?:$|_))"
 )
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+# Whole words that hold a secret infix but name software: a run's imported modules and
+# mapped libraries are keyed by such names (code.modules.tiktoken, runtime.libs._tiktoken...)
+_SOFTWARE_WORDS = {
+    "TIKTOKEN": "OpenAI's BPE tokenizer library (vLLM imports it): a module name",
+}
 
 
 def _words(name: str) -> list[str]:
@@ -76,7 +81,7 @@ def is_secret_name(name: str) -> bool:
     name = name.strip().strip("\"'")
     if name.upper() in _NOT_SECRET_UPPER:
         return False
-    words = [w.upper() for w in _words(name)]
+    words = [w.upper() for w in _words(name) if w.upper() not in _SOFTWARE_WORDS]
     if any(w in _SECRET_WORDS for w in words):
         return True
     return bool(_SECRET_INFIX.search("_".join(words)))

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from provenance.model.errors import ProvError
+from provenance.model.redact import KEY_FILE
 from runners.engines import EngineConfig
 from runners.execute import execute
 from runners.fingerprint import model_digest
@@ -35,8 +36,11 @@ class CellError(ProvError, RuntimeError):
     """A cell that cannot run here (wrong model on this node, ...): not worth a retry."""
 
 
-def payload(cell, spec, prep, cwd: Path) -> dict[str, Any]:
-    """Everything a node needs, as plain picklable data."""
+def payload(cell, spec, prep, cwd: Path, redact_key: bytes) -> dict[str, Any]:
+    """Everything a node needs, as plain picklable data. `redact_key`: the driver store's
+    redaction key, so that a secret the cells share (HF_TOKEN on every node) gets the same
+    keyed digest in every private store and the gate sees it unchanged; the nodes hold the
+    secrets themselves, so the key tells them nothing new."""
     return {
         "cell_id": cell.cell_id, "key": cell.key, "label": cell.label,
         "engine_spec": cell.config.spec, "options": dict(cell.config.options),
@@ -44,7 +48,7 @@ def payload(cell, spec, prep, cwd: Path) -> dict[str, Any]:
         "ids": np.asarray(prep.ids, dtype=np.int64), "model_digest": prep.model_digest,
         "tokenizer_digest": prep.tokenizer_digest, "text_digest": prep.text_digest,
         "tokens_total": prep.truncated_from, "block": spec.block, "repeats": spec.repeats,
-        "sweep": spec.name, "cwd": str(cwd),
+        "sweep": spec.name, "cwd": str(cwd), "redact_key": redact_key.hex(),
     }
 
 
@@ -69,6 +73,14 @@ def _clean_stale(base: Path) -> None:
             shutil.rmtree(d, ignore_errors=True)
 
 
+def _private_store_key(root: Path, key: bytes) -> None:
+    """The driver's redaction key in the private store, before its first record."""
+    root.mkdir(parents=True, exist_ok=True)
+    fd = os.open(root / KEY_FILE, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w", encoding="ascii") as fh:
+        fh.write(key.hex() + "\n")
+
+
 def run_cell(p: dict[str, Any], store_root: str | None = None,
              node: dict[str, Any] | None = None) -> dict[str, Any]:
     """Run the cell; with `store_root` None, into a private store whose objects are returned
@@ -81,6 +93,8 @@ def run_cell(p: dict[str, Any], store_root: str | None = None,
     _clean_stale(base)
     tmp = Path(tempfile.mkdtemp(prefix=f"{CELL_DIR_PREFIX}{os.getpid()}-", dir=base))
     try:
+        if ship:
+            _private_store_key(tmp / "store", bytes.fromhex(p["redact_key"]))
         store = open_store(tmp / "store" if ship else store_root)
         here = model_digest(Path(p["model"]))
         if here != p["model_digest"]:

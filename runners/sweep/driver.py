@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from provenance.model.redact import store_key
 from runners.sweep import journal
 from runners.sweep.cell import payload
 from runners.sweep.matrix import compare_scores, gate_cell, load_scores, vary_for
@@ -122,7 +123,8 @@ def _run_cells(spec: SweepSpec, store, executor, on_event: Event, todo: list[Cel
     """Run the cells not reused; each finished one is stored and journalled at once."""
     by_id = {c.cell_id: c for c in todo}
     cwd = Path.cwd()
-    payloads = [payload(c, spec, prep, cwd) for c in todo]
+    key = store_key(store.root)
+    payloads = [payload(c, spec, prep, cwd, key) for c in todo]
     resources = {c.cell_id: {"num_cpus": spec.num_cpus, "num_gpus": spec.num_gpus,
                              "resources": c.resources} for c in todo}
     results: dict[str, dict[str, Any]] = {}

@@ -197,3 +197,14 @@ def test_paths_and_model_names_are_never_redacted(parts, seps):
     path = "/" + "".join(p + s for p, s in zip(parts, seps, strict=False))
     assert redact_argv(["--model", path]) == ["--model", path]
     assert redact_value("HF_HOME", path) == path
+
+
+def test_software_named_like_a_secret_stays_visible():
+    """vLLM imports tiktoken: its module and library facts are identity, not secrets (they
+    were hidden, and the keyed digests of two private stores then refused a --jobs sweep)."""
+    doc = {"facts": {"code": {"modules": {"tiktoken": {"version": "0.12.0"}}},
+                     "runtime": {"libs": {"_tiktoken.cpython-312-x86_64-linux-gnu.so": {
+                         "build_id": "ab12", "owner": "tiktoken"}}}}}
+    assert redact_record(doc, key=b"k" * 32) == doc
+    assert is_secret_name("TIKTOKEN_API_KEY") and is_secret_name("tiktoken_token")
+    assert not is_secret_name("tiktoken")

@@ -126,14 +126,16 @@ def test_skipped_and_out_of_budget_cells_say_why_they_did_not_run(demo_model, tm
 
 def test_cells_run_at_once_give_the_same_record_as_one_after_another(demo_model, tmp_path):
     """--jobs 2: each cell in a worker process with a private store merged into the driver's
-    (the store stays whole), and the same repeats, gate and figures as --jobs 1."""
+    (the store stays whole), and the same repeats, gate and figures as --jobs 1; a secret in
+    the environment reaches no stored object."""
     from provenance.store import open_store
 
     spec = _spec(tmp_path, demo_model)
+    secret = "hf_" + "Qx7" * 12
     records = {}
     for jobs in (1, 2):
         env = {**os.environ, "PROV_STORE": str(tmp_path / f"store{jobs}"),
-               "PROV_NO_PYPROJECT": "1"}
+               "PROV_NO_PYPROJECT": "1", "HF_TOKEN": secret}
         p = subprocess.run([PROV, "sweep", str(spec), "--json", "--jobs", str(jobs)],
                            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
         assert p.returncode == 0, p.stderr[-3000:]
@@ -153,6 +155,10 @@ def test_cells_run_at_once_give_the_same_record_as_one_after_another(demo_model,
             for k in ("top1_agreement", "kl_ref_cand_mean", "kl_ref_cand_max"):
                 assert cell["summary"][k] == one[label]["summary"][k], (label, k)
     assert all(c["node"]["jobs"] == 2 for c in two.values())
+    assert all(c["gate"]["gate"] in ("passed", "reference") for c in two.values()), two
+    for jobs in (1, 2):
+        for f in (tmp_path / f"store{jobs}").rglob("*"):
+            assert not f.is_file() or secret.encode() not in f.read_bytes(), f
     assert all(c["shipped"] is None for c in one.values())  # straight into the store
     ray = subprocess.run([PROV, "sweep", str(spec), "--ray", "auto", "--jobs", "2"],
                          cwd=tmp_path, env={**os.environ, "PROV_STORE": str(tmp_path / "s")},
