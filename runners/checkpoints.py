@@ -4,9 +4,14 @@ llm-compressor writes, so that vLLM loads them through its own compressed-tensor
 W4A16 / W8A16: every linear layer's weight under `model.layers` quantized symmetrically,
 round-to-nearest, per group of `group` input channels (scale = max|w| / (2^(bits-1) - 1)),
 stored `pack-quantized`: int32-packed weights (compressed_tensors' own `pack_to_int32`),
-bfloat16 scales and the original shape. Embeddings, norms and the LM head are kept as they
-are and the LM head is listed under `ignore`. This is no calibrated quantization (no GPTQ,
-no AWQ): it fixes the format and the weights' bytes, which is what the identity needs.
+bfloat16 scales and the original shape.
+NVFP4A16: FP4 (E2M1) weights in groups of 16 with FP8 (E4M3) group scales under one FP32
+global scale per tensor, computed and packed by compressed_tensors itself (its NVFP4A16
+preset, `generate_gparam`, `calculate_qparams` and `NVFP4PackedCompressor`), stored
+`nvfp4-pack-quantized`; vLLM runs it on Hopper as weight-only FP4 through Marlin.
+Embeddings, norms and the LM head are kept as they are and the LM head is listed under
+`ignore`. This is no calibrated quantization (no GPTQ, no AWQ): it fixes the format and the
+weights' bytes, which is what the identity needs.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from typing import Any
 from provenance.model.errors import ProvError
 
 LINEAR = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+NVFP4_GROUP = 16  # the NVFP4 format's group size (FP8 scale per 16 FP4 values)
 
 
 def _pack_to_int32():
@@ -59,12 +65,60 @@ def quantization_config(bits: int, group: int) -> dict[str, Any]:
             "ignore": ["lm_head"]}
 
 
+def quantize_nvfp4(w) -> dict[str, Any]:
+    """compressed_tensors' own NVFP4A16 tensors for one linear weight (out x in)."""
+    from compressed_tensors.compressors.nvfp4.base import NVFP4PackedCompressor
+    from compressed_tensors.quantization.utils.helpers import calculate_qparams, generate_gparam
+
+    out_f, in_f = w.shape
+    if in_f % NVFP4_GROUP:
+        raise ProvError(f"input size {in_f} is not a multiple of {NVFP4_GROUP} (NVFP4)", 2)
+    scheme = _nvfp4_scheme()
+    w32 = w.float()
+    global_scale = generate_gparam(w32.min(), w32.max())
+    groups = w32.reshape(out_f, in_f // NVFP4_GROUP, NVFP4_GROUP)
+    scale, _ = calculate_qparams(groups.amin(dim=2), groups.amax(dim=2), scheme.weights,
+                                 global_scale=global_scale)
+    return dict(NVFP4PackedCompressor.compress(
+        {"weight": w, "weight_scale": scale, "weight_global_scale": global_scale}, scheme))
+
+
+def _nvfp4_scheme():
+    from compressed_tensors.quantization import preset_name_to_scheme
+
+    return preset_name_to_scheme("NVFP4A16", ["Linear"])
+
+
+def nvfp4_config() -> dict[str, Any]:
+    from compressed_tensors.quantization import QuantizationConfig
+
+    return QuantizationConfig(config_groups={"group_0": _nvfp4_scheme()},
+                              quant_method="compressed-tensors", format="nvfp4-pack-quantized",
+                              quantization_status="compressed",
+                              ignore=["lm_head"]).model_dump(mode="json")
+
+
 def write_wna16(src: Path, out: Path, bits: int, group: int = 128) -> dict[str, Any]:
     """Write `out`, a W{bits}A16 copy of the checkpoint at `src` (tokenizer files copied)."""
-    from safetensors.torch import load_file, save_file
-
     if bits not in (4, 8):
         raise ProvError(f"W{bits}A16: only 4 and 8 bits are written", 2)
+    quantized = _write(src, out, lambda t: quantize_weight(t, bits, group),
+                       quantization_config(bits, group))
+    return {"bits": bits, "group_size": group, "layers_quantized": quantized,
+            "format": "compressed-tensors pack-quantized"}
+
+
+def write_nvfp4a16(src: Path, out: Path) -> dict[str, Any]:
+    """Write `out`, an NVFP4A16 copy of the checkpoint at `src` (tokenizer files copied)."""
+    quantized = _write(src, out, quantize_nvfp4, nvfp4_config())
+    return {"scheme": "NVFP4A16", "group_size": NVFP4_GROUP, "layers_quantized": quantized,
+            "format": "compressed-tensors nvfp4-pack-quantized"}
+
+
+def _write(src: Path, out: Path, quantize, qconfig: dict[str, Any]) -> int:
+    """Every linear weight under model.layers through `quantize`; the rest as it is."""
+    from safetensors.torch import load_file, save_file
+
     src, out = Path(src), Path(out)
     shards = sorted(src.glob("*.safetensors"))
     if len(shards) != 1:
@@ -75,7 +129,7 @@ def write_wna16(src: Path, out: Path, bits: int, group: int = 128) -> dict[str, 
     for name, t in tensors.items():
         base, _, leaf = name.rpartition(".")
         if leaf == "weight" and t.ndim == 2 and base.rsplit(".", 1)[-1] in LINEAR:
-            for k, v in quantize_weight(t, bits, group).items():
+            for k, v in quantize(t).items():
                 written[f"{base}.{k}"] = v.contiguous()
             quantized += 1
         else:
@@ -86,22 +140,26 @@ def write_wna16(src: Path, out: Path, bits: int, group: int = 128) -> dict[str, 
             shutil.copy2(f, out / f.name)
     save_file(written, str(out / "model.safetensors"), metadata={"format": "pt"})
     cfg = json.loads((src / "config.json").read_text())
-    cfg["quantization_config"] = quantization_config(bits, group)
+    cfg["quantization_config"] = qconfig
     (out / "config.json").write_text(json.dumps(cfg, indent=1))
-    return {"bits": bits, "group_size": group, "layers_quantized": quantized,
-            "format": "compressed-tensors pack-quantized"}
+    return quantized
 
 
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
-    ap = argparse.ArgumentParser(description="write a W4A16/W8A16 compressed-tensors copy")
+    ap = argparse.ArgumentParser(description="write a W4A16/W8A16/NVFP4A16 compressed-tensors "
+                                 "copy")
     ap.add_argument("src", type=Path)
     ap.add_argument("out", type=Path)
-    ap.add_argument("--bits", type=int, choices=(4, 8), required=True)
-    ap.add_argument("--group", type=int, default=128)
+    kind = ap.add_mutually_exclusive_group(required=True)
+    kind.add_argument("--bits", type=int, choices=(4, 8), help="W4A16 / W8A16 (int)")
+    kind.add_argument("--nvfp4", action="store_true", help="NVFP4A16 (FP4 weights)")
+    ap.add_argument("--group", type=int, default=128, help="int group size")
     args = ap.parse_args(argv)
-    print(json.dumps(write_wna16(args.src, args.out, args.bits, args.group)))
+    done = write_nvfp4a16(args.src, args.out) if args.nvfp4 else \
+        write_wna16(args.src, args.out, args.bits, args.group)
+    print(json.dumps(done))
     return 0
 
 

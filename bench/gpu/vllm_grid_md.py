@@ -109,7 +109,7 @@ def render_rest(res: dict[str, Any]) -> list[str]:
     lines += ["", "## Weight checkpoints (compressed-tensors, runners/checkpoints.py)", "",
               f"- reference BF16 FLASH_ATTN repeat: {ref.get('verdict')} (exit "
               f"{ref.get('rc')}, {ref.get('seconds')} s)"]
-    for name in ("w8a16", "w4a16"):
+    for name in ("w8a16", "w4a16", "nvfp4a16"):
         w = wn.get(name) or {"not_run": "chain failed"}
         if "write" in w or "not_run" in w:
             lines.append(f"- {name}: {str(w)[:400]}")

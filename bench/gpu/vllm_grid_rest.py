@@ -7,9 +7,9 @@ run as four chains at once on the one GPU (each vLLM engine with its own memory 
            and of the backend pair undeclared (must be 3);
   long:    `prov run diverge` FLASH_ATTN vs TRITON_ATTN at the longest context (131,064
            positions), prompt logprobs top-k: the truncated KL and its residual bucket;
-  wna16:   a BF16 FLASH_ATTN reference `prov run repeat`, then INT8 W8A16 and INT4 W4A16
-           compressed-tensors checkpoints (runners/checkpoints.py), each repeated, gated
-           against the reference with --vary weights --vary quantization, and scored;
+  wna16:   a BF16 FLASH_ATTN reference `prov run repeat`, then INT8 W8A16, INT4 W4A16 and
+           NVFP4A16 compressed-tensors checkpoints (runners/checkpoints.py), each repeated,
+           gated against the reference with --vary weights --vary quantization, and scored;
   replay:  `prov run replay` of the bundled workstream through vLLM CUDA with KV auto, int8
            and int4 (TRITON_ATTN, the backend that has the integer caches): per-turn
            tool-call validity and recovery.
@@ -147,13 +147,13 @@ def wna16_chain(clock: Clock, work: Path, model: Path, mem: str, tokens: int) ->
     fa = _engine("a", mem)
     res: dict[str, Any] = {"reference": _repeat(clock, work, "w-ref", model, text, fa, tokens)}
     ref_runs = res["reference"]["runs"]
-    for bits in (8, 4):
-        name = f"w{bits}a16"
+    for name, how in (("w8a16", ["--bits", "8"]), ("w4a16", ["--bits", "4"]),
+                      ("nvfp4a16", ["--nvfp4"])):
         ckpt = work / name
         # the writer needs compressed_tensors: the vLLM interpreter's (the payload's there)
         writer = os.environ.get("PROV_VLLM_PYTHON", PY)
-        wrote = sh(clock, [writer, "-m", "runners.checkpoints", str(model), str(ckpt), "--bits",
-                           str(bits)], 120)
+        wrote = sh(clock, [writer, "-m", "runners.checkpoints", str(model), str(ckpt), *how],
+                   120)
         if wrote.get("rc") != 0:
             res[name] = {"write": {k: v for k, v in wrote.items() if k != "stdout"}}
             continue
