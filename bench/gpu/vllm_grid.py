@@ -107,9 +107,17 @@ def _args() -> argparse.Namespace:
                     help="the long-context step's positions (+8 fit 131,072)")
     ap.add_argument("--topk", type=int, default=20, help="the long-context step's top-k")
     ap.add_argument("--train-seconds", type=float, default=10.0)
+    ap.add_argument("--chains", help="part rest: only these chains (comma-separated: diverge, "
+                    "long_context, wna16, replay)")
+    ap.add_argument("--schemes", help="chain wna16: only these checkpoints (w8a16, w4a16, "
+                    "nvfp4a16)")
     ap.add_argument("--reserve", type=float, default=40.0,
                     help="seconds the sweep leaves for the steps after it")
     return ap.parse_args()
+
+
+def _list(text: str | None) -> list[str] | None:
+    return [x.strip() for x in text.split(",") if x.strip()] if text else None
 
 
 def grid_part(args, clock, res: dict, model: Path) -> None:
@@ -172,7 +180,8 @@ def main() -> int:
     else:
         mem = "" if args.cpu else "," + ",".join(f"{k}={v}" for k, v in MEMORY.items())
         res["rest"] = run_rest(clock, args.work, model, args.replay_model or Path("-"), mem,
-                               args.tokens, args.long_tokens, args.topk, args.cpu)
+                               args.tokens, args.long_tokens, args.topk, args.cpu,
+                               _list(args.chains), _list(args.schemes))
     res["seconds"] = round(clock.elapsed(), 1)
     (args.out / f"{args.part}.json").write_text(json.dumps(res, indent=1, default=str))
     (args.out / f"{args.part}.md").write_text(steps.markdown(res))

@@ -94,7 +94,7 @@ def render_rest(res: dict[str, Any]) -> list[str]:
     dv = rest.get("diverge") or {}
     lines = ["## `prov run diverge` pairs (full vocabulary)", ""]
     for key in ("backend_pair", "kv_pair"):
-        lines.append(_pair(key, dv.get(key) or {"not_run": "chain failed"}))
+        lines.append(_pair(key, dv.get(key) or {"not_run": "not part of this call"}))
     lines += ["", "### `prov compare` of those runs", ""]
     checks = {k: {**v, "runs": v.get("runs") or []} for k, v in (dv.get("compare") or {}).items()}
     lines += _checks(checks) if checks else ["(not run: a diverge above did not complete)"]
@@ -110,7 +110,7 @@ def render_rest(res: dict[str, Any]) -> list[str]:
               f"- reference BF16 FLASH_ATTN repeat: {ref.get('verdict')} (exit "
               f"{ref.get('rc')}, {ref.get('seconds')} s)"]
     for name in ("w8a16", "w4a16", "nvfp4a16"):
-        w = wn.get(name) or {"not_run": "chain failed"}
+        w = wn.get(name) or {"not_run": "not part of this call"}
         if "write" in w or "not_run" in w:
             lines.append(f"- {name}: {str(w)[:400]}")
             continue

@@ -138,7 +138,11 @@ def _repeat(clock: Clock, work: Path, name: str, model: Path, text: Path, engine
             "stderr": out.get("stderr") if out.get("rc") else None}
 
 
-def wna16_chain(clock: Clock, work: Path, model: Path, mem: str, tokens: int) -> dict[str, Any]:
+SCHEMES = {"w8a16": ["--bits", "8"], "w4a16": ["--bits", "4"], "nvfp4a16": ["--nvfp4"]}
+
+
+def wna16_chain(clock: Clock, work: Path, model: Path, mem: str, tokens: int,
+                schemes: list[str]) -> dict[str, Any]:
     import numpy as np
 
     from runners.sweep.matrix import compare_scores
@@ -147,8 +151,8 @@ def wna16_chain(clock: Clock, work: Path, model: Path, mem: str, tokens: int) ->
     fa = _engine("a", mem)
     res: dict[str, Any] = {"reference": _repeat(clock, work, "w-ref", model, text, fa, tokens)}
     ref_runs = res["reference"]["runs"]
-    for name, how in (("w8a16", ["--bits", "8"]), ("w4a16", ["--bits", "4"]),
-                      ("nvfp4a16", ["--nvfp4"])):
+    for name in schemes:
+        how = SCHEMES[name]
         ckpt = work / name
         # the writer needs compressed_tensors: the vLLM interpreter's (the payload's there)
         writer = os.environ.get("PROV_VLLM_PYTHON", PY)
@@ -212,15 +216,18 @@ def replay_chain(clock: Clock, work: Path, model: Path, mem: str) -> dict[str, A
 
 
 def run_rest(clock: Clock, work: Path, model: Path, replay_model: Path, mem: str,
-             tokens: int, long_tokens: int, topk: int, cpu: bool = False) -> dict[str, Any]:
-    """The four chains at once; each returns its own facts (a chain's crash is recorded)."""
+             tokens: int, long_tokens: int, topk: int, cpu: bool = False,
+             only: list[str] | None = None, schemes: list[str] | None = None) -> dict[str, Any]:
+    """The four chains at once (or those in `only`); each returns its own facts (a chain's
+    crash is recorded)."""
     SETUP.update(CPU if cpu else CUDA)
     chains = {
         "diverge": lambda: diverge_chain(clock, work, model, mem, tokens),
         "long_context": lambda: long_chain(clock, work, model, mem, long_tokens, topk),
-        "wna16": lambda: wna16_chain(clock, work, model, mem, tokens),
+        "wna16": lambda: wna16_chain(clock, work, model, mem, tokens, schemes or list(SCHEMES)),
         "replay": lambda: replay_chain(clock, work, replay_model, mem),
     }
+    chains = {k: v for k, v in chains.items() if not only or k in only}
     out: dict[str, Any] = {}
     with ThreadPoolExecutor(len(chains)) as pool:
         futures = {name: pool.submit(fn) for name, fn in chains.items()}

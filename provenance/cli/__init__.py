@@ -15,7 +15,7 @@ dispatch(sys.argv)  # `prov snapshot ...` runs and exits here, without importing
 
 import typer  # noqa: E402
 
-from provenance.model.errors import EXIT_CODES, ProvError  # noqa: E402
+from provenance.model.errors import EXIT_CODES, EXIT_UNAVAILABLE, ProvError  # noqa: E402
 
 
 def _exit_code_epilog() -> str:
@@ -119,6 +119,11 @@ def main() -> None:
             sys.exit(130)
         if os.environ.get("PROV_DEBUG"):
             raise
+        if isinstance(exc, ModuleNotFoundError) and exc.name:  # an incomplete install
+            print(f"prov: error: the Python package '{exc.name.split('.')[0]}' is not "
+                  f"installed beside prov ({sys.executable}); this command needs it",
+                  file=sys.stderr)
+            sys.exit(EXIT_UNAVAILABLE)
         first = (str(exc).splitlines() or [""])[0]
         print(
             f"prov: internal error: {type(exc).__name__}: {first} "

@@ -104,6 +104,10 @@ CLASSIFICATION: tuple[tuple[str, LeafKind], ...] = (
     # the kernel torch's sdpa dispatcher chose, per call signature: it decides the numerics
     ("runtime.torch.sdpa_kernels.**", I),
     ("runtime.libs.*.path", C),
+    # the driver's PTX JIT compiler is mapped only when its compute cache misses (a cold
+    # ~/.nv/ComputeCache: seen on the H200, NVFP4 Marlin kernels shipped as PTX); what it
+    # compiles is fixed by the PTX (in the library holding it) and the driver (gpu.*)
+    ("runtime.libs.libnvidia-ptxjitcompiler*.*", C),
     ("code.script.path", C),
     ("code.script.changed_during_run", C),
     ("code.modules.*.files_checked", C),

@@ -17,7 +17,8 @@ EXIT_CODES: dict[int, str] = {
     EXIT_DIFFERS: "a check found a difference (diff, verify, repeat)",
     EXIT_USAGE: "bad input or usage",
     EXIT_REFUSED: "refused by the comparison gate",
-    EXIT_UNAVAILABLE: "a needed service or tool was unavailable (nothing was judged)",
+    EXIT_UNAVAILABLE: "a needed service, tool or Python package was unavailable (nothing "
+                      "was judged)",
     EXIT_INTERNAL: "internal error in prov",
 }
 

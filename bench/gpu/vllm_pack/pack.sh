@@ -40,7 +40,10 @@ DEPS="pydantic==2.14.4 pydantic_core==2.50.5 annotated-types==0.8.0 typing-inspe
   llguidance==1.9.1 xgrammar==0.2.7 apache-tvm-ffi==0.1.10 fastapi==0.136.3 starlette==1.10.0
   partial-json-parser==0.2.1.1.post7 compressed-tensors==0.17.0 loguru==0.7.3"
 # the project's own runtime wheels that the image lacks; extend with EXTRA_WHEELS="name==ver ..."
-PROV="tomlkit==0.15.2 gitpython==3.2.1 gitdb==4.0.12 smmap==5.0.3 zstandard==0.25.0 ${EXTRA_WHEELS:-}"
+# (jsonschema and its needs: `prov run replay` checks tool-call arguments against schemas)
+PROV="tomlkit==0.15.2 gitpython==3.2.1 gitdb==4.0.12 smmap==5.0.3 zstandard==0.25.0
+  jsonschema==4.26.0 jsonschema-specifications==2025.9.1 referencing==0.37.0 rpds-py==2026.9.1
+  ${EXTRA_WHEELS:-}"
 python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
   --implementation cp $PLAT -d "$D/dl" $VLLM $FI $DEPS $PROV
 rm -rf "$D/stage" && mkdir -p "$D/stage/site" "$D/stage/site_fi"

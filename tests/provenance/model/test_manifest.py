@@ -46,6 +46,11 @@ def test_classification_table():
     assert classify("gpu.devices.0.compute_capability") is LeafKind.IDENTITY
     assert classify("env.HF_TOKEN", REDACTED) is LeafKind.REDACTED
     assert classify("env.PIP_INDEX_URL") is LeafKind.CONTEXT
+    # mapped only on a cold compute cache: context; any other library stays identity
+    ptxjit = 'runtime.libs."libnvidia-ptxjitcompiler.so.1"'
+    assert classify(ptxjit + ".build_id") is LeafKind.CONTEXT
+    assert classify(ptxjit + ".owner") is LeafKind.CONTEXT
+    assert classify('runtime.libs."libnvidia-ml.so.1".build_id') is LeafKind.IDENTITY
     assert classify("env.HF_HUB_CACHE") is LeafKind.CONTEXT
     assert classify("env.NCCL_ALGO") is LeafKind.IDENTITY
 
