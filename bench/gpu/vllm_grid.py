@@ -109,6 +109,8 @@ def _args() -> argparse.Namespace:
     ap.add_argument("--train-seconds", type=float, default=10.0)
     ap.add_argument("--chains", help="part rest: only these chains (comma-separated: diverge, "
                     "long_context, wna16, replay)")
+    ap.add_argument("--long-cand", default="b", help="the long-context step's candidate "
+                    "backend (default TRITON_ATTN against FLASH_ATTN)")
     ap.add_argument("--schemes", help="chain wna16: only these checkpoints (w8a16, w4a16, "
                     "nvfp4a16)")
     ap.add_argument("--reserve", type=float, default=40.0,
@@ -181,7 +183,7 @@ def main() -> int:
         mem = "" if args.cpu else "," + ",".join(f"{k}={v}" for k, v in MEMORY.items())
         res["rest"] = run_rest(clock, args.work, model, args.replay_model or Path("-"), mem,
                                args.tokens, args.long_tokens, args.topk, args.cpu,
-                               _list(args.chains), _list(args.schemes))
+                               _list(args.chains), _list(args.schemes), args.long_cand)
     res["seconds"] = round(clock.elapsed(), 1)
     (args.out / f"{args.part}.json").write_text(json.dumps(res, indent=1, default=str))
     (args.out / f"{args.part}.md").write_text(steps.markdown(res))

@@ -98,7 +98,7 @@ def render_rest(res: dict[str, Any]) -> list[str]:
     lines += ["", "### `prov compare` of those runs", ""]
     checks = {k: {**v, "runs": v.get("runs") or []} for k, v in (dv.get("compare") or {}).items()}
     lines += _checks(checks) if checks else ["(not run: a diverge above did not complete)"]
-    lo = rest.get("long_context") or {}
+    lo = rest.get("long_context") or {"not_run": "not part of this call"}
     lines += ["", "## Longest context (prompt logprobs top-k)", "", _pair("long", lo)]
     for side, r in (lo.get("residual_mass") or {}).items():
         lines.append(f"  - {side}: residual mass outside the stored ids {r}")

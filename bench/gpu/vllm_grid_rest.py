@@ -102,9 +102,9 @@ def diverge_chain(clock: Clock, work: Path, model: Path, mem: str, tokens: int
 
 
 def long_chain(clock: Clock, work: Path, model: Path, mem: str, tokens: int,
-               topk: int) -> dict[str, Any]:
+               topk: int, cand: str = "b") -> dict[str, Any]:
     res = _diverge(clock, work, "div-long", model, _engine("a", mem, topk=str(topk)),
-                   _engine("b", mem, topk=str(topk)), tokens,
+                   _engine(cand, mem, topk=str(topk)), tokens,
                    ["attention-backend"], 420)
     res["residual_mass"] = {side: _residual(work / "div-long-work" / side / "scores.npz")
                             for side in ("ref", "cand")}
@@ -217,13 +217,15 @@ def replay_chain(clock: Clock, work: Path, model: Path, mem: str) -> dict[str, A
 
 def run_rest(clock: Clock, work: Path, model: Path, replay_model: Path, mem: str,
              tokens: int, long_tokens: int, topk: int, cpu: bool = False,
-             only: list[str] | None = None, schemes: list[str] | None = None) -> dict[str, Any]:
+             only: list[str] | None = None, schemes: list[str] | None = None,
+             long_cand: str = "b") -> dict[str, Any]:
     """The four chains at once (or those in `only`); each returns its own facts (a chain's
     crash is recorded)."""
     SETUP.update(CPU if cpu else CUDA)
     chains = {
         "diverge": lambda: diverge_chain(clock, work, model, mem, tokens),
-        "long_context": lambda: long_chain(clock, work, model, mem, long_tokens, topk),
+        "long_context": lambda: long_chain(clock, work, model, mem, long_tokens, topk,
+                                           long_cand),
         "wna16": lambda: wna16_chain(clock, work, model, mem, tokens, schemes or list(SCHEMES)),
         "replay": lambda: replay_chain(clock, work, replay_model, mem),
     }
