@@ -131,7 +131,8 @@ def _verdicts(run: ReplayRun, r: Rendered, ws: Workstream, tok, mode: str) -> di
         turns.append(res)
     oks = [t["ok"] for t in turns]
     first = next((k for k, ok in enumerate(oks) if not ok), None)
-    recovered = None if first is None else any(oks[first + 1:])
+    # no failure, or a failure in the last turn: there is no later turn to recover in
+    recovered = None if first is None or first == len(oks) - 1 else any(oks[first + 1:])
     return {"turns": turns, "first_failure": first, "recovered": recovered,
             "reproduced": sum(oks), "of": len(oks)}
 

@@ -104,11 +104,18 @@ def render_rest(res: dict[str, Any]) -> list[str]:
         lines.append(f"  - {side}: residual mass outside the stored ids {r}")
     if lo.get("vocabulary"):
         lines.append(f"  - disclosure: {lo['vocabulary']}")
-    wn = rest.get("wna16") or {}
+    lines += ["", "## Weight checkpoints (compressed-tensors, runners/checkpoints.py)", ""]
+    lines += _checkpoints(rest["wna16"]) if "wna16" in rest else ["not part of this call"]
+    rp = rest.get("replay")
+    lines += ["", "## Tool-call replay under real KV quantisation (vLLM CUDA, TRITON_ATTN)", ""]
+    lines += _replay(rp) if rp is not None else ["not part of this call"]
+    return lines
+
+
+def _checkpoints(wn: dict[str, Any]) -> list[str]:
     ref = wn.get("reference") or {}
-    lines += ["", "## Weight checkpoints (compressed-tensors, runners/checkpoints.py)", "",
-              f"- reference BF16 FLASH_ATTN repeat: {ref.get('verdict')} (exit "
-              f"{ref.get('rc')}, {ref.get('seconds')} s)"]
+    lines = [f"- reference BF16 FLASH_ATTN repeat: {ref.get('verdict')} (exit "
+             f"{ref.get('rc')}, {ref.get('seconds')} s)"]
     for name in ("w8a16", "w4a16", "nvfp4a16"):
         w = wn.get(name) or {"not_run": "not part of this call"}
         if "write" in w or "not_run" in w:
@@ -125,8 +132,11 @@ def render_rest(res: dict[str, Any]) -> list[str]:
                      + " / ".join(_e(s.get(f"kl_ref_cand_{k}")) for k in ("mean", "p99", "max"))
                      + f"; KL(w‖ref) mean {_e(s.get('kl_cand_ref_mean'))}"
                      + (f"; error: {str(w.get('stderr'))[-300:]}" if w.get("stderr") else ""))
-    rp = rest.get("replay") or {}
-    lines += ["", "## Tool-call replay under real KV quantisation (vLLM CUDA, TRITON_ATTN)", ""]
+    return lines
+
+
+def _replay(rp: dict[str, Any]) -> list[str]:
+    lines: list[str] = []
     if rp.get("configs"):
         lines += ["| config | KV as the engine holds it | gate | open loop turns | closed loop "
                   "turns | first failure (closed) | recovered |", "|---|---|---|---|---|---|---|"]
