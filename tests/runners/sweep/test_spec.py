@@ -121,25 +121,30 @@ def test_bad_skip_rules_are_one_line_errors(tmp_path, rule, message):
         parse_spec(GOOD + "\n[[skip]]\n" + rule + "\n", "s.toml", tmp_path)
 
 
-def test_the_gpu_grid_spec_is_valid_and_skips_what_flash_attn_cannot(tmp_path):
+def test_the_gpu_grid_spec_is_valid_and_skips_what_vllm_does_not_offer(tmp_path):
     # bench/gpu/vllm_grid.py writes this spec on the device: a typo must fail here, not there
-    from bench.gpu.vllm_grid import GPU_AXES, GPU_GATE_VARY, GPU_REFERENCE, GPU_SKIPS, spec_text
+    from bench.gpu.vllm_grid import GPU_AXES, GPU_REFERENCE, GPU_SKIPS, MEMORY, spec_text
 
-    text = spec_text(tmp_path / "model", GPU_AXES, GPU_SKIPS, {"dtype": "bfloat16"}, 2048,
-                     GPU_REFERENCE, GPU_GATE_VARY)
+    text = spec_text(tmp_path / "model", GPU_AXES, GPU_SKIPS, {"dtype": "bfloat16", **MEMORY},
+                     2048, GPU_REFERENCE)
     spec = parse_spec(text, "grid.toml", tmp_path)
-    assert spec.vary == GPU_GATE_VARY
+    assert spec.vary == []  # nothing declared beyond the axes
     cells = plan(spec, DIGESTS)
-    assert len(cells) == 16 and cells[0].label == \
+    assert len(cells) == 24 and cells[0].label == \
         "quantization=none,attention_backend=FLASH_ATTN,kv_cache_dtype=auto"
-    assert cells[1].label == \
-        "quantization=none,attention_backend=TRITON_ATTN,kv_cache_dtype=auto"
+    # the FLASHINFER cells (a JIT build on first use) are in the first wave of --jobs 6
+    assert [c.label for c in cells[1:3]] == [
+        "quantization=none,attention_backend=FLASHINFER,kv_cache_dtype=auto",
+        "quantization=none,attention_backend=FLASHINFER,kv_cache_dtype=int8_per_token_head"]
     skipped = {c.label for c in cells if c.skip}
-    assert skipped == {f"quantization={q},attention_backend=FLASH_ATTN,kv_cache_dtype={kv}"
-                       for q in ("none", "fp8")
+    assert skipped == {f"quantization={q},attention_backend={b},kv_cache_dtype={kv}"
+                       for q in ("none", "fp8") for b in ("FLASH_ATTN", "FLASHINFER")
                        for kv in ("int8_per_token_head", "int4_per_token_head")}
-    assert cells[1].config.spec == ("vllm:attention_backend=TRITON_ATTN,dtype=bfloat16,"
-                                    "kv_cache_dtype=auto,quantization=none")
+    tri = next(c for c in cells if c.label ==
+               "quantization=none,attention_backend=TRITON_ATTN,kv_cache_dtype=auto")
+    assert tri.config.spec == ("vllm:attention_backend=TRITON_ATTN,dtype=bfloat16,"
+                               "gpu_memory_utilization=0.05,kv_cache_dtype=auto,"
+                               "kv_cache_memory_bytes=2147483648,quantization=none")
 
 
 def test_an_online_quantization_axis_is_gated_as_weights_and_quantization():
