@@ -164,3 +164,27 @@ def test_cells_run_at_once_give_the_same_record_as_one_after_another(demo_model,
                          cwd=tmp_path, env={**os.environ, "PROV_STORE": str(tmp_path / "s")},
                          capture_output=True, text=True, timeout=60)
     assert ray.returncode == 2 and "local executor only" in ray.stderr
+
+
+def test_interrupting_cells_run_at_once_stops_them_all(demo_model, tmp_path):
+    """^C with --jobs 2 while two cells run: exit 130, no cell journaled half-done, the store
+    passes fsck (each cell's runs lived in its worker's private store)."""
+    spec = _spec(tmp_path, demo_model)
+    env = {**os.environ, "PROV_STORE": str(tmp_path / "store"), "PROV_NO_PYPROJECT": "1"}
+    proc = subprocess.Popen([PROV, "sweep", str(spec), "--jobs", "2"], cwd=tmp_path, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.time() + 120
+        while not list(tmp_path.glob("store/index.sqlite")) and time.time() < deadline:
+            time.sleep(0.2)
+        time.sleep(2)  # the two workers have their cells
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, err[-2000:]
+    fsck = subprocess.run([PROV, "store", "fsck", "--json"], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert fsck.returncode == 0 and json.loads(fsck.stdout)["ok"], fsck.stdout
