@@ -5,6 +5,10 @@ W4A16 / W8A16: every linear layer's weight under `model.layers` quantized symmet
 round-to-nearest, per group of `group` input channels (scale = max|w| / (2^(bits-1) - 1)),
 stored `pack-quantized`: int32-packed weights (compressed_tensors' own `pack_to_int32`),
 bfloat16 scales and the original shape.
+AWQ W4A16 (`--awq`): the AutoAWQ GEMM layout vLLM's `awq` loader reads: asymmetric 4-bit
+round-to-nearest per group of 128 input channels (no activation-aware scale search, so AWQ's
+format, not its calibration), `qweight` and `qzeros` int32 with eight values packed along the
+output dimension in AWQ's order, float16 `scales`.
 NVFP4A16: FP4 (E2M1) weights in groups of 16 with FP8 (E4M3) group scales under one FP32
 global scale per tensor, computed and packed by compressed_tensors itself (its NVFP4A16
 preset, `generate_gparam`, `calculate_qparams` and `NVFP4PackedCompressor`), stored
@@ -65,6 +69,51 @@ def quantization_config(bits: int, group: int) -> dict[str, Any]:
             "ignore": ["lm_head"]}
 
 
+AWQ_ORDER = (0, 2, 4, 6, 1, 3, 5, 7)  # AutoAWQ's nibble order within one int32
+
+
+def _awq_pack(q):
+    """[rows, cols] ints in 0..15 -> int32 [rows, cols / 8], AutoAWQ's order."""
+    import torch
+
+    rows, cols = q.shape
+    q = q.to(torch.int64).reshape(rows, cols // 8, 8)
+    packed = torch.zeros(rows, cols // 8, dtype=torch.int64)
+    for i, j in enumerate(AWQ_ORDER):
+        packed |= q[:, :, j] << (4 * i)
+    return torch.where(packed >= 2**31, packed - 2**32, packed).to(torch.int32)  # wrap
+
+
+def quantize_awq(w, group: int = 128) -> dict[str, Any]:
+    """AutoAWQ GEMM tensors for one linear weight (out x in): qweight, qzeros, scales."""
+    import torch
+
+    out_f, in_f = w.shape
+    if in_f % group or out_f % 8:
+        raise ProvError(f"AWQ: {in_f} inputs / {out_f} outputs do not fit groups of {group} "
+                        "and packs of 8", 2)
+    g = w.float().t().reshape(in_f // group, group, out_f)  # AWQ stores [in, out]
+    lo, hi = g.amin(dim=1).clamp(max=0), g.amax(dim=1).clamp(min=0)
+    scale = ((hi - lo) / 15).clamp(min=1e-8)
+    zero = torch.round(-lo / scale).clamp(0, 15)
+    q = (torch.round(g / scale.unsqueeze(1)) + zero.unsqueeze(1)).clamp(0, 15)
+    scale16 = scale.to(torch.float16)
+    return {"qweight": _awq_pack(q.reshape(in_f, out_f)), "qzeros": _awq_pack(zero),
+            "scales": scale16}
+
+
+def awq_config(group: int = 128) -> dict[str, Any]:
+    return {"quant_method": "awq", "bits": 4, "group_size": group, "zero_point": True,
+            "version": "gemm", "modules_to_not_convert": None}
+
+
+def write_awq(src: Path, out: Path, group: int = 128) -> dict[str, Any]:
+    """Write `out`, an AWQ W4A16 (GEMM layout) copy of the checkpoint at `src`."""
+    quantized = _write(src, out, lambda t: quantize_awq(t, group), awq_config(group))
+    return {"scheme": "AWQ W4A16", "group_size": group, "layers_quantized": quantized,
+            "format": "awq gemm"}
+
+
 def quantize_nvfp4(w) -> dict[str, Any]:
     """compressed_tensors' own NVFP4A16 tensors for one linear weight (out x in)."""
     from compressed_tensors.compressors.nvfp4.base import NVFP4PackedCompressor
@@ -116,7 +165,8 @@ def write_nvfp4a16(src: Path, out: Path) -> dict[str, Any]:
 
 
 def _write(src: Path, out: Path, quantize, qconfig: dict[str, Any]) -> int:
-    """Every linear weight under model.layers through `quantize`; the rest as it is."""
+    """Every linear weight under model.layers replaced by what `quantize` returns for it
+    (`<layer>.<name>`); the rest as it is."""
     from safetensors.torch import load_file, save_file
 
     src, out = Path(src), Path(out)
@@ -149,16 +199,21 @@ def main(argv: list[str] | None = None) -> int:
     import argparse
 
     ap = argparse.ArgumentParser(description="write a W4A16/W8A16/NVFP4A16 compressed-tensors "
-                                 "copy")
+                                 "or AWQ W4A16 copy")
     ap.add_argument("src", type=Path)
     ap.add_argument("out", type=Path)
     kind = ap.add_mutually_exclusive_group(required=True)
     kind.add_argument("--bits", type=int, choices=(4, 8), help="W4A16 / W8A16 (int)")
     kind.add_argument("--nvfp4", action="store_true", help="NVFP4A16 (FP4 weights)")
+    kind.add_argument("--awq", action="store_true", help="AWQ W4A16 (AutoAWQ GEMM layout)")
     ap.add_argument("--group", type=int, default=128, help="int group size")
     args = ap.parse_args(argv)
-    done = write_nvfp4a16(args.src, args.out) if args.nvfp4 else \
-        write_wna16(args.src, args.out, args.bits, args.group)
+    if args.nvfp4:
+        done = write_nvfp4a16(args.src, args.out)
+    elif args.awq:
+        done = write_awq(args.src, args.out, args.group)
+    else:
+        done = write_wna16(args.src, args.out, args.bits, args.group)
     print(json.dumps(done))
     return 0
 

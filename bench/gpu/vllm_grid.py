@@ -61,11 +61,11 @@ REGATE_ALLOWED = ("runtime.torch.flags.", "libs.")
 CPU_AXES = {"quantization": ["none"], "attention_backend": ["CPU_ATTN"],
             "kv_cache_dtype": ["auto", "bfloat16"]}
 NOT_IN_GRID = {
-    "weights INT8 W8A16 / INT4 W4A16 / NVFP4A16 (compressed-tensors)": "not sweep cells (a "
-        "sweep has one model directory): `prov run repeat` of each checkpoint, gated and "
-        "scored against a BF16 FLASH_ATTN reference repeat (part rest, chain wna16); vLLM "
-        "0.26.0 runs NVFP4 on Hopper as weight-only FP4 (Marlin); W4A4 NVFP4 needs SM100",
-    "AWQ W4A16": "not written: runners/checkpoints.py writes compressed-tensors only",
+    "weights INT8 W8A16 / INT4 W4A16 / NVFP4A16 (compressed-tensors), AWQ W4A16":
+        "not sweep cells (a sweep has one model directory): `prov run repeat` of each "
+        "checkpoint, gated and scored against a BF16 FLASH_ATTN reference repeat (part rest, "
+        "chain wna16); vLLM 0.26.0 runs NVFP4 on Hopper as weight-only FP4 (Marlin); W4A4 "
+        "NVFP4 needs SM100",
     "FLASHINFER x nvfp4 KV": "vLLM 0.26.0 FlashInferBackend.supports_kv_cache_dtype: nvfp4 "
                              "needs device capability family 100 (Blackwell)",
 }

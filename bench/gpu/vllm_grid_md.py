@@ -116,7 +116,7 @@ def _checkpoints(wn: dict[str, Any]) -> list[str]:
     ref = wn.get("reference") or {}
     lines = [f"- reference BF16 FLASH_ATTN repeat: {ref.get('verdict')} (exit "
              f"{ref.get('rc')}, {ref.get('seconds')} s)"]
-    for name in ("w8a16", "w4a16", "nvfp4a16"):
+    for name in ("w8a16", "w4a16", "nvfp4a16", "awq"):
         w = wn.get(name) or {"not_run": "not part of this call"}
         if "write" in w or "not_run" in w:
             lines.append(f"- {name}: {str(w)[:400]}")

@@ -8,7 +8,8 @@ run as four chains at once on the one GPU (each vLLM engine with its own memory 
   long:    `prov run diverge` FLASH_ATTN vs TRITON_ATTN at the longest context (131,064
            positions), prompt logprobs top-k: the truncated KL and its residual bucket;
   wna16:   a BF16 FLASH_ATTN reference `prov run repeat`, then INT8 W8A16, INT4 W4A16 and
-           NVFP4A16 compressed-tensors checkpoints (runners/checkpoints.py), each repeated,
+           NVFP4A16 compressed-tensors and AWQ W4A16 checkpoints (runners/checkpoints.py),
+           each repeated,
            gated against the reference with --vary weights --vary quantization, and scored;
   replay:  `prov run replay` of the bundled workstream through vLLM CUDA with KV auto, int8
            and int4 (TRITON_ATTN, the backend that has the integer caches): per-turn
@@ -138,7 +139,8 @@ def _repeat(clock: Clock, work: Path, name: str, model: Path, text: Path, engine
             "stderr": out.get("stderr") if out.get("rc") else None}
 
 
-SCHEMES = {"w8a16": ["--bits", "8"], "w4a16": ["--bits", "4"], "nvfp4a16": ["--nvfp4"]}
+SCHEMES = {"w8a16": ["--bits", "8"], "w4a16": ["--bits", "4"], "nvfp4a16": ["--nvfp4"],
+           "awq": ["--awq"]}
 
 
 def wna16_chain(clock: Clock, work: Path, model: Path, mem: str, tokens: int,

@@ -73,7 +73,8 @@ def _linear_kernel(model) -> dict[str, str]:
         method = getattr(module, "quant_method", None)
         if method is None or type(method).__name__.startswith("Unquantized"):
             continue
-        if not hasattr(module, "weight") and not hasattr(module, "weight_packed"):
+        # weight (fp8), weight_packed (compressed-tensors), qweight (AWQ, GPTQ)
+        if not any(hasattr(module, a) for a in ("weight", "weight_packed", "qweight")):
             continue
         scheme = getattr(module, "scheme", None)
         kernel = next((getattr(o, a) for o in (method, scheme) if o is not None
