@@ -74,8 +74,10 @@ def render_diverge(summary: dict[str, Any], ref: str, cand: str, path: Path, con
         t.add_row(f"KL(ref||cand) {p}", f"{kl[p]:.3e}")
     t.add_row("mean KL(cand||ref)", f"{summary['kl_cand_ref']['mean']:.3e}")
     t.add_row("RMS delta-p", f"{summary['delta_p']['rms']:.3e}")
-    t.add_row("self-KL floor (storage)", f"{summary['self_kl_floor']['ref']['max']:.1e} "
-              f"({summary['self_kl_floor']['storage_dtype']})")
+    floor = summary["self_kl_floor"]
+    t.add_row("self-KL floor (storage)", "not computed (top-k stored)"
+              if floor["ref"]["max"] is None else
+              f"{floor['ref']['max']:.1e} ({floor['storage_dtype']})")
     t.add_row("clusters", str(len(summary["clusters"])))
     t.add_row("result", str(path))
     con.print(t)

@@ -133,13 +133,19 @@ def diverge_rows(doc: dict[str, Any]) -> list[tuple[str, str]]:
              if p in kl]
     rows += [("mean KL(cand‖ref)", f"{s['kl_cand_ref']['mean']:.3e}"),
              ("RMS Δp", f"{s['delta_p']['rms']:.3e}"),
-             ("self-KL floor (storage)",
-              f"{s['self_kl_floor']['ref']['max']:.1e} ({s['self_kl_floor']['storage_dtype']})"),
+             ("self-KL floor (storage)", _floor(s["self_kl_floor"])),
              ("truncated positions", str(s.get("truncated_positions", 0))),
              *_storage_rows(doc),
              ("clusters", str(len(s["clusters"]))),
              ("gate", (doc.get("comparison") or {}).get("gate", "?"))]
     return rows
+
+
+def _floor(floor: dict) -> str:
+    top = floor["ref"]["max"]
+    if top is None:
+        return "not computed: only top-k log-probabilities were stored"
+    return f"{top:.1e} ({floor['storage_dtype']})"
 
 
 def _storage_rows(doc: dict[str, Any]) -> list[tuple[str, str]]:

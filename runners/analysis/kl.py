@@ -146,13 +146,14 @@ def position_stats(ref: np.ndarray, cand: np.ndarray, next_ids: np.ndarray) -> P
     )
 
 
-def self_kl_floor(scores: np.ndarray, storage_dtype: str) -> dict[str, float]:
+def self_kl_floor(scores: np.ndarray, storage_dtype: str) -> dict[str, float | None]:
     """KL between scores and their round trip through the storage dtype: the floor below
-    which a reported KL says nothing about the engines."""
+    which a reported KL says nothing about the engines. None (not NaN, which is no JSON)
+    when no position holds the full vocabulary (top-k storage)."""
     stored = scores.astype(storage_dtype).astype(np.float64)
     fin = ~np.isnan(scores).any(axis=1)
     if not fin.any():
-        return {"mean": float("nan"), "max": float("nan")}
+        return {"mean": None, "max": None}
     kl = _kl(_log_softmax(scores[fin]), _log_softmax(stored[fin]))
     return {"mean": float(kl.mean()), "max": float(kl.max())}
 

@@ -117,6 +117,11 @@ def test_vllm_topk_gives_the_disclosed_truncated_estimate(vllm_python, prepared,
     pr, qr = 1 - p.sum(axis=1), 1 - q.sum(axis=1)
     tail = np.where(pr > 0, pr * np.log(np.maximum(pr, 1e-300) / np.maximum(qr, 1e-300)), 0.0)
     assert np.max(np.abs(arrays["kl_ref_cand"] - (head + tail))) <= 1e-6
+    # strict JSON: the storage floor of a top-k side is null (it was NaN, which no JSON
+    # parser outside Python accepts)
+    strict = json.loads((out.result_path / "result.json").read_text(),
+                        parse_constant=lambda c: pytest.fail(f"{c} in result.json"))
+    assert strict["summary"]["self_kl_floor"]["cand"] == {"mean": None, "max": None}
 
 
 UNPACK_CHECK = """
