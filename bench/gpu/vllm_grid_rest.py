@@ -180,13 +180,7 @@ def wna16_chain(clock: Clock, work: Path, model: Path, mem: str, tokens: int,
 
 
 def _runtime_quantization(result_dir: Path) -> Any:
-    from runners.results import read_result
-
-    try:
-        doc, _ = read_result(result_dir)
-    except Exception:  # noqa: BLE001 - no result: nothing to read
-        return None
-    return ((doc.get("runtime") or {}).get("vllm") or {}).get("quantization")
+    return ((_result(result_dir).get("runtime") or {}).get("vllm") or {}).get("quantization")
 
 
 def replay_chain(clock: Clock, work: Path, model: Path, mem: str) -> dict[str, Any]:

@@ -57,6 +57,8 @@ def render_repeat(verdict: dict[str, Any], spec: str, runs: int, path: Path, con
 def render_diverge(summary: dict[str, Any], ref: str, cand: str, path: Path, con) -> None:
     from rich.table import Table
 
+    from provenance.report.build import storage_floor_text
+
     t = Table(title=f"divergence: {ref}  vs  {cand}")
     t.add_column("figure")
     t.add_column("value", justify="right")
@@ -74,10 +76,7 @@ def render_diverge(summary: dict[str, Any], ref: str, cand: str, path: Path, con
         t.add_row(f"KL(ref||cand) {p}", f"{kl[p]:.3e}")
     t.add_row("mean KL(cand||ref)", f"{summary['kl_cand_ref']['mean']:.3e}")
     t.add_row("RMS delta-p", f"{summary['delta_p']['rms']:.3e}")
-    floor = summary["self_kl_floor"]
-    t.add_row("self-KL floor (storage)", "not computed (top-k stored)"
-              if floor["ref"]["max"] is None else
-              f"{floor['ref']['max']:.1e} ({floor['storage_dtype']})")
+    t.add_row("self-KL floor (storage)", storage_floor_text(summary["self_kl_floor"]))
     t.add_row("clusters", str(len(summary["clusters"])))
     t.add_row("result", str(path))
     con.print(t)

@@ -133,7 +133,7 @@ def diverge_rows(doc: dict[str, Any]) -> list[tuple[str, str]]:
              if p in kl]
     rows += [("mean KL(cand‖ref)", f"{s['kl_cand_ref']['mean']:.3e}"),
              ("RMS Δp", f"{s['delta_p']['rms']:.3e}"),
-             ("self-KL floor (storage)", _floor(s["self_kl_floor"])),
+             ("self-KL floor (storage)", storage_floor_text(s["self_kl_floor"])),
              ("truncated positions", str(s.get("truncated_positions", 0))),
              *_storage_rows(doc),
              ("clusters", str(len(s["clusters"]))),
@@ -141,7 +141,8 @@ def diverge_rows(doc: dict[str, Any]) -> list[tuple[str, str]]:
     return rows
 
 
-def _floor(floor: dict) -> str:
+def storage_floor_text(floor: dict) -> str:
+    """The reference side's storage floor, as the report and `prov run diverge` print it."""
     top = floor["ref"]["max"]
     if top is None:
         return "not computed: only top-k log-probabilities were stored"

@@ -26,14 +26,32 @@ Event = Callable[[str, str, dict[str, Any]], None]  # (cell id, state, details)
 OUT_OF_BUDGET = "the sweep's time budget was spent before this cell started"
 
 
-def _run_in_worker(p: dict[str, Any], slots: int) -> dict[str, Any]:
-    """One attempt in a pool worker; errors come back as data (some do not pickle)."""
+def _attempt(p: dict[str, Any], store_root: str | None, node: dict[str, Any]) -> dict[str, Any]:
+    """One attempt at a cell, here or in a pool worker; errors come back as data (some do
+    not pickle). A worker the user's ^C reached raises KeyboardInterrupt
+    (launch.check_launched): not caught."""
     try:
-        return {"out": run_cell(p, None, {"executor": "local", "jobs": slots})}
-    except CellError as exc:
+        return {"out": run_cell(p, store_root, node)}
+    except CellError as exc:  # would fail the same way again
         return {"fatal": str(exc)}
     except (LaunchError, OSError) as exc:
         return {"retry": str(exc)}
+
+
+def _settle(res: dict[str, Any], p: dict[str, Any], attempt: int, failures: list[str],
+            retries: int, on_event: Event) -> dict[str, Any] | None:
+    """The cell's outcome after this attempt, or None to try it again."""
+    if "out" in res:
+        return {**res["out"], "attempts": attempt, "failures": failures}
+    failures.append(f"attempt {attempt}: {res.get('fatal') or res.get('retry')}")
+    if "retry" in res and attempt <= retries:
+        on_event(p["cell_id"], "retrying", {"error": res["retry"]})
+        return None
+    return {"error": failures[-1], "failures": failures, "attempts": attempt}
+
+
+def _running(p: dict[str, Any], attempt: int, on_event: Event) -> None:
+    on_event(p["cell_id"], "running", {"node": socket.gethostname(), "attempt": attempt})
 
 
 def _interrupt_workers(pool: ProcessPoolExecutor) -> None:
@@ -58,20 +76,14 @@ class LocalExecutor:
 
     def _attempts(self, p: dict[str, Any], retries: int, on_event: Event) -> dict[str, Any]:
         failures: list[str] = []
-        for attempt in range(1, retries + 2):
-            on_event(p["cell_id"], "running", {"node": socket.gethostname(), "attempt": attempt})
-            try:
-                out = run_cell(p, self.store_root, {"executor": "local"})
-            except CellError as exc:  # would fail the same way again
-                failures.append(f"attempt {attempt}: {exc}")
-                break
-            except (LaunchError, OSError) as exc:
-                # (a worker the user's ^C reached raises KeyboardInterrupt: launch.check_launched)
-                failures.append(f"attempt {attempt}: {exc}")
-                on_event(p["cell_id"], "retrying", {"error": str(exc)})
-                continue
-            return {**out, "attempts": attempt, "failures": failures}
-        return {"error": failures[-1], "failures": failures, "attempts": len(failures)}
+        attempt = 1
+        while True:
+            _running(p, attempt, on_event)
+            res = _attempt(p, self.store_root, {"executor": "local"})
+            outcome = _settle(res, p, attempt, failures, retries, on_event)
+            if outcome is not None:
+                return outcome
+            attempt += 1
 
     def run(self, payloads: list[dict[str, Any]], retries: int, on_event: Event,
             resources: dict[str, dict[str, Any]] | None = None
@@ -106,7 +118,11 @@ class LocalExecutor:
                 done, _ = wait(running, return_when=FIRST_COMPLETED)
                 for fut in done:
                     p, attempt, failures = running.pop(fut)
-                    outcome = self._settle(fut, p, attempt, failures, retries, on_event)
+                    try:
+                        res = fut.result()
+                    except Exception as exc:  # the worker process died (BrokenProcessPool)
+                        res = {"fatal": f"worker process: {type(exc).__name__}: {exc}"}
+                    outcome = _settle(res, p, attempt, failures, retries, on_event)
                     if outcome is None:  # retry
                         self._submit(pool, running, p, attempt + 1, failures, on_event)
                     else:
@@ -119,24 +135,9 @@ class LocalExecutor:
 
     def _submit(self, pool, running: dict, p: dict[str, Any], attempt: int,
                 failures: list[str], on_event: Event) -> None:
-        on_event(p["cell_id"], "running", {"node": socket.gethostname(), "attempt": attempt})
-        running[pool.submit(_run_in_worker, p, self.jobs)] = (p, attempt, failures)
-
-    @staticmethod
-    def _settle(fut: Future, p: dict[str, Any], attempt: int, failures: list[str],
-                retries: int, on_event: Event) -> dict[str, Any] | None:
-        """The cell's outcome, or None to try it again."""
-        try:
-            res = fut.result()
-        except Exception as exc:  # the worker process itself died (BrokenProcessPool, ...)
-            res = {"fatal": f"worker process: {type(exc).__name__}: {exc}"}
-        if "out" in res:
-            return {**res["out"], "attempts": attempt, "failures": failures}
-        failures.append(f"attempt {attempt}: {res.get('fatal') or res.get('retry')}")
-        if "retry" in res and attempt <= retries:
-            on_event(p["cell_id"], "retrying", {"error": res["retry"]})
-            return None
-        return {"error": failures[-1], "failures": failures, "attempts": attempt}
+        _running(p, attempt, on_event)
+        node = {"executor": "local", "jobs": self.jobs}
+        running[pool.submit(_attempt, p, None, node)] = (p, attempt, failures)
 
     def close(self) -> None:
         pass

@@ -35,6 +35,13 @@ dtype = "float32"
     return spec
 
 
+def _reap(proc: subprocess.Popen) -> None:
+    """A sweep a failed assertion left running is killed, not leaked into the next test."""
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+
+
 def _journal(tmp: Path) -> list[dict]:
     p = tmp / "store" / "sweeps" / "cells.jsonl"
     return [json.loads(x) for x in p.read_text().splitlines()] if p.exists() else []
@@ -56,9 +63,7 @@ def test_interrupted_sweep_resumes_without_rerunning_finished_cells(demo_model, 
         proc.send_signal(signal.SIGINT)  # ^C while the third cell runs
         _, err = proc.communicate(timeout=120)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        _reap(proc)
     assert proc.returncode == 130, err[-2000:]
     finished = {e["key"]: e for e in _journal(tmp_path)}
     assert 2 <= len(finished) < 4
@@ -181,9 +186,7 @@ def test_interrupting_cells_run_at_once_stops_them_all(demo_model, tmp_path):
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=120)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        _reap(proc)
     assert proc.returncode == 130, err[-2000:]
     fsck = subprocess.run([PROV, "store", "fsck", "--json"], env=env, capture_output=True,
                           text=True, timeout=120)
