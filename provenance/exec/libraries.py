@@ -135,7 +135,8 @@ def _cache_path() -> Path:
 
 
 class FileHasher:
-    """sha256 of files, cached by (device, inode, size, mtime_ns) across runs."""
+    """sha256 of files, cached by (device, inode, size, mtime_ns, ctime_ns) across runs: a
+    rewrite that restores the mtime (`touch -r`, `cp -p`) still moves the ctime."""
 
     def __init__(self, cache: Path | None = None) -> None:
         self.path = cache or _cache_path()
@@ -145,15 +146,28 @@ class FileHasher:
         except (OSError, ValueError):
             self.entries = {}
 
+    @staticmethod
+    def _stamp(st: os.stat_result) -> list[int]:
+        return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+
+    def cached(self, path: str) -> bool:
+        """True when `path`'s digest would come from the cache."""
+        try:
+            stamp = self._stamp(os.stat(path))
+        except OSError:
+            return False
+        held = self.entries.get(path)
+        return bool(held) and len(held) == 6 and held[:5] == stamp
+
     def hash(self, path: str) -> tuple[int | None, str]:
         try:
             st = os.stat(path)
         except OSError as exc:
             return None, f"unavailable: {exc.strerror}"
-        stamp = [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns]
+        stamp = self._stamp(st)
         held = self.entries.get(path)
-        if held and held[:4] == stamp:
-            return st.st_size, held[4]
+        if held and len(held) == 6 and held[:5] == stamp:
+            return st.st_size, held[5]
         h = hashlib.sha256()
         try:
             with open(path, "rb") as fh:

@@ -242,13 +242,10 @@ def _finish(run: _Run, final: RunRecord, outputs: Sequence[str | Path],
     outs = hash_outputs(run.workdir, outputs, run.store, warnings)
     key = store_key(run.store.root)
     facts = read_run_facts(run.run_dir, snapshot_sections(run.snap.text), warnings, key)
-    # a run with declared parameters is a prov worker: its command line is prov's own,
-    # built from those parameters (identity already) and per-run paths
-    command = None if run.record.params else run.argv
     if sampler is not None:  # what each Python process had mapped at its exit, which
         sampler.add_paths(exit_maps(run.run_dir))  # periodic sampling can miss
-    probe_facts = probe.collect(run.run_dir, command,  # consumes run_dir/probe
-                                [run.workdir / p for p in outputs])
+    probe_facts = probe.collect(run.run_dir, run.argv,  # consumes run_dir/probe
+                                [run.workdir / p for p in outputs], run.workdir)
     probe.merge_into(facts, redact_tree(probe_facts, key))
     run_files = ingest_run_dir(run.run_dir, run.store)
     if section := run_section(run.record):

@@ -2,7 +2,8 @@
 
 Engine adapters put what the engine resolved at run time under `runtime.<engine>.<concept>`
 (e.g. `runtime.vllm.attention_backend.resolved`), declared parameters under
-`run.params.<concept>`, and engines' static facts under `engines.<engine>.<concept>`.
+`run.params.<concept>`, command-line options under `code.args.<option>` (`--kv-cache-dtype`
+is `code.args.kv_cache_dtype`), and engines' static facts under `engines.<engine>.<concept>`.
 `[tool.prov.presets]` in pyproject.toml adds presets or extends these (config.py).
 """
 
@@ -18,6 +19,13 @@ PRESETS: dict[str, tuple[str, ...]] = {
         "runtime.attention_backend",
         "engines.*.attention_backend",
         "run.params.attention_backend",
+        "code.args.attention_backend",
+        "inputs.files.*.values.**.attention_backend",
+        # prov's transformers workers: attn_implementation and torch's sdpa kernel
+        "run.params.attn",
+        "run.params.sdpa_kernel",
+        "code.args.attn",
+        "code.args.sdpa_kernel",
         "env.VLLM_ATTENTION_BACKEND",
         "env.VLLM_USE_TRITON_FLASH_ATTN",
         "env.VLLM_FLASH_ATTN_VERSION",
@@ -31,12 +39,15 @@ PRESETS: dict[str, tuple[str, ...]] = {
         "runtime.kv_cache_dtype",
         "engines.*.kv_cache_dtype",
         "run.params.kv_cache_dtype",
+        "code.args.kv_cache_dtype",
+        "inputs.files.*.values.**.kv_cache_dtype",
         "runtime.*.calculate_kv_scales",
         "runtime.*.kv_scales",
         "env.VLLM_KV_CACHE_DTYPE",
         "libs.*.jit",  # a quantised KV cache runs other JIT kernels (as attention-backend)
     ),
     "weights": (
+        "model.files",  # the model files a run read, by content (exec/probe/model_files.py)
         "runtime.*.model",
         "runtime.*.weights",
         "runtime.model",
@@ -46,6 +57,8 @@ PRESETS: dict[str, tuple[str, ...]] = {
         "run.params.model",
         "run.params.weights",
         "run.params.checkpoint",
+        "code.args.model",
+        "inputs.files.*.values.**.model",
         "runtime.*.revision",
         "runtime.*.tokenizer",
         "runtime.*.models.*.name_or_path",
@@ -53,11 +66,18 @@ PRESETS: dict[str, tuple[str, ...]] = {
         "runtime.*.models.*.files",
         "runtime.*.models.*.chat_template_sha256",
     ),
+    # the other files a run read (prompts, eval text, arrays), by content (exec/probe/inputs.py)
+    "inputs": (
+        "inputs.files",
+        "run.params.inputs",
+    ),
     "quantization": (
         "runtime.*.quantization",
         "runtime.*.models.*.quantization",
         "engines.*.quantization",
         "run.params.quantization",
+        "code.args.quantization",
+        "inputs.files.*.values.**.quantization",
     ),
     "threads": (
         "runtime.torch.flags.num_threads",
@@ -71,9 +91,17 @@ PRESETS: dict[str, tuple[str, ...]] = {
         "env.OPENBLAS_NUM_THREADS",
         "run.params.threads",
     ),
+    # vLLM's V1 or V2 model runner (the two give different bits for one backend): the
+    # runner class the probe saw run, and the variable that picks it
+    "model-runner": (
+        "runtime.*.model_runner",
+        "runtime.vllm.envs.VLLM_USE_V2_MODEL_RUNNER",
+        "env.VLLM_USE_V2_MODEL_RUNNER",
+    ),
     # the command line as typed and the script it ran (provenance/exec/probe)
     "command": (
-        "code.command",
+        "code.program",
+        "code.args",
         "code.script",
     ),
     "dtype": (
@@ -81,6 +109,8 @@ PRESETS: dict[str, tuple[str, ...]] = {
         "runtime.dtype",
         "engines.*.dtype",
         "run.params.dtype",
+        "code.args.dtype",
+        "inputs.files.*.values.**.dtype",
         "torch.flags.float32_matmul_precision",
         "runtime.torch.flags.float32_matmul_precision",
         "runtime.torch.flags.default_dtype",

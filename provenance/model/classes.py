@@ -30,6 +30,15 @@ class LeafKind(enum.StrEnum):
 C = LeafKind.CONTEXT
 I = LeafKind.IDENTITY  # noqa: E741 - reads as a column of the table
 
+# Variables that say who runs where (a user's shell, a terminal, a temp directory), read by
+# many libraries in passing (tempfile, getpass, subprocess's PATH lookup): recorded when a
+# process reads them (`env.<NAME>`) or starts with another value (`runtime.process_env`),
+# never a reason to refuse. What a program found on PATH shows in its own facts (code,
+# libraries).
+WHO_AND_WHERE = ("HOME", "USER", "LOGNAME", "USERNAME", "PWD", "OLDPWD", "SHLVL", "SHELL",
+                 "TERM", "TERM_*", "COLORTERM", "COLUMNS", "LINES", "HOSTNAME", "DISPLAY",
+                 "TMPDIR", "TEMP", "TMP", "XDG_*", "SSH_*", "MAIL", "LS_COLORS", "_", "PATH")
+
 CLASSIFICATION: tuple[tuple[str, LeafKind], ...] = (
     # who, where and when: never numerics
     ("host.**", C),
@@ -59,17 +68,14 @@ CLASSIFICATION: tuple[tuple[str, LeafKind], ...] = (
     ("gpu.devices.*.memory_used_mib", C),
     ("gpu.devices.*.power_draw_w", C),
     ("gpu.devices.*.utilization_pct", C),
-    # env: where caches and installers live is not what the workload computes with
-    ("env.VIRTUAL_ENV", C),
-    ("env.CONDA_*", C),
-    ("env.PIP_*", C),
-    ("env.UV_*", C),
-    ("env.*_CACHE*", C),
-    ("env.HF_HOME", C),
-    ("env.TORCH_HOME", C),
-    ("env.LANG", C),
-    # the time zone changes how clocks are printed, not what a model computes (selftest)
-    ("env.TZ", C),
+    # env: where caches and installers live is not what the workload computes with; the
+    # same for a process's environment at start (`runtime.process_env`, exec/probe/envread)
+    *((f"{section}.{name}", C) for section in ("env", "runtime.process_env") for name in (
+        "VIRTUAL_ENV", "CONDA_*", "PIP_*", "UV_*", "*_CACHE*", "HF_HOME", "TORCH_HOME",
+        "LANG",
+        # the time zone changes how clocks are printed, not what a model computes (selftest)
+        "TZ",
+        *WHO_AND_WHERE)),
     ("torch.probe_seconds", C),
     ("torch.cache", C),
     # images: the config digest and DiffIDs are the identity that survives every save
@@ -96,6 +102,9 @@ CLASSIFICATION: tuple[tuple[str, LeafKind], ...] = (
     ("cuda.toolkit.*.path", C),
     ("cuda.toolkit.*.layer", C),
     ("cuda.libraries.*.paths", C),
+    # a run's declared parameters can move the numbers (`--param temperature=0.7`); its
+    # name and tags are labels
+    ("run.params.**", I),
     ("run.**", C),
     # the in-process probe (provenance/exec/probe): how it ran is context; what it saw
     # inside the processes (torch flags at exit, libraries, imported code) is identity
@@ -108,11 +117,22 @@ CLASSIFICATION: tuple[tuple[str, LeafKind], ...] = (
     # ~/.nv/ComputeCache: seen on the H200, NVFP4 Marlin kernels shipped as PTX); what it
     # compiles is fixed by the PTX (in the library holding it) and the driver (gpu.*)
     ("runtime.libs.libnvidia-ptxjitcompiler*.*", C),
+    # the command line as typed is for people; its identity is code.program + code.args
+    ("code.command", C),
+    # where a server listens is not what it computes (two starts of one server, `--port`)
+    ("code.args.port", C),
+    ("code.args.host", C),
     ("code.script.path", C),
     ("code.script.changed_during_run", C),
     ("code.modules.*.files_checked", C),
     ("runtime.transformers.models.*.commit", I),
     ("model.files.*.source", C),
+    # a config file read by its values: its bytes' digest also moves with a comment or
+    # whitespace, which changes nothing (config_values.py)
+    ("inputs.files.*.text_sha256", C),
+    # what a run read, by content (provenance/exec/probe/inputs.py): identity, like the
+    # model files; `runtime.process_env.*` too (a child re-executed with another value)
+    ("inputs.files.**", I),
     # a per-process shared-memory name vLLM draws at random
     ("runtime.vllm.envs.VLLM_OBJECT_STORAGE_SHM_BUFFER_NAME", C),
     # a JIT-compiled library is known by its cache key (`libs.<name>.jit`); its bytes differ

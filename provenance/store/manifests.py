@@ -25,12 +25,27 @@ def run_manifest(
     facts: Mapping[str, Any] | None = None,
 ) -> Manifest:
     """`snapshot` plus the variables in `env` (already filtered and redacted) in its `env`
-    section, plus the run's own top-level `facts` sections."""
+    section, plus the run's own top-level `facts` sections. A section both have (`env`: the
+    variables the run's processes read) is merged, the snapshot's own keys winning."""
     merged = dict(snapshot.facts)
     if env:
         merged["env"] = dict(sorted({**(merged.get("env") or {}), **env}.items()))
-    merged.update(facts or {})
+    for section, value in (facts or {}).items():
+        have = merged.get(section)
+        both = isinstance(have, dict) and isinstance(value, dict)
+        merged[section] = _below(have, value) if both else value
     return Manifest(merged)
+
+
+def _below(base: Mapping[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
+    """`extra` added below `base`; where both hold a key, `base` wins."""
+    out = dict(base)
+    for key, value in extra.items():
+        if isinstance(out.get(key), dict) and isinstance(value, dict):
+            out[key] = _below(out[key], value)
+        elif key not in out:
+            out[key] = value
+    return dict(sorted(out.items()))
 
 
 def adds_nothing(snapshot: Manifest, env: Mapping[str, str]) -> bool:

@@ -298,8 +298,13 @@ class Store:
         return self.manifest_object(obj)
 
     def manifest_object(self, digest: str) -> Manifest:
+        """A stored manifest. Its bytes are checked against the object's name (get_bytes);
+        its recorded identity digest is not re-checked: it is what the classification table
+        of the prov that wrote it gave, and a later prov may classify a key otherwise (the
+        gate then compares by today's table, which is what a refusal must follow)."""
         try:
-            return Manifest.loads(self.get_bytes(digest).decode("utf-8"), origin=digest)
+            return Manifest.loads(self.get_bytes(digest).decode("utf-8"), origin=digest,
+                                  verify=False)
         except ManifestError as exc:
             raise ProvError(str(exc)) from None
 

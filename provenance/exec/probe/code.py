@@ -14,33 +14,30 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
+from provenance.exec.probe.argv import Places, command_identity
 from provenance.exec.probe.installed import Installed, site_root
 from provenance.exec.probe.processes import Process
 
 
-def _placeholder(arg: str, places: dict[str, str]) -> str:
-    """`--out=/x/run3` -> `--out=<output>` where /x/run3 is a declared output."""
-    flag, eq, value = arg.partition("=") if arg.startswith("-") else ("", "", arg)
-    for path, name in places.items():
-        if value == path or value.startswith(path + os.sep):
-            return flag + eq + name + value[len(path):]
-    return arg
-
-
-def command_facts(command: Sequence[str] | None,
-                  places: dict[str, str] | None = None) -> list[str] | None:
-    """The command line as typed, its program named by basename (paths differ by copy).
-
-    `places` maps paths to the names they are written as: where a run writes its declared
-    outputs (`prov exec --output`) and its run directory say where results go, not how
-    they are computed, and differ for every run by design."""
+def command_facts(command: Sequence[str] | None, places: Places) -> dict[str, Any]:
+    """`code.command` (the line as typed, redacted, paths written by what they are: context)
+    and its identity, `code.program` and `code.args.*` (argv.py)."""
     argv = list(command or [])
     if not argv:
-        return None
+        return {}
     from provenance.model.redact import redact_argv
 
-    argv = [_placeholder(str(a), places or {}) for a in redact_argv(argv)]
-    return [os.path.basename(argv[0]), *argv[1:]]
+    argv = redact_argv([str(a) for a in argv])
+    program, rest = argv[0], argv[1:]
+    typed = [os.path.basename(program), *(_as_place(a, places) for a in rest)]
+    return {"command": typed, **command_identity(argv, places)}
+
+
+def _as_place(arg: str, places: Places) -> str:
+    """`--out=/x/run3` -> `--out=<output>` where /x/run3 is a declared output."""
+    flag, eq, value = arg.partition("=") if arg.startswith("-") else ("", "", arg)
+    name = places.name_of(value)
+    return arg if name is None else flag + eq + name
 
 
 def script_facts(main: Process | None, hasher) -> dict[str, Any] | None:

@@ -1,4 +1,4 @@
-"""The one file-digest cache prov exec uses (sha256 by device, inode, size, mtime)."""
+"""The one file-digest cache prov exec uses (sha256 by device, inode, size, mtime, ctime)."""
 
 from __future__ import annotations
 

@@ -10,7 +10,10 @@ returns facts sections to merge into the run's manifest:
   `runtime.torch.sdpa_kernels.<signature>` the kernel torch's sdpa chose (identity);
 - `code.command`, `code.script.sha256`, `code.modules.<dist>.*`, `code.unrecorded.*`;
 - `runtime.libs.<soname>.*` and `probe.libraries.*` (see `libs`);
-- `runtime.transformers.*` (see `engines`) and `model.files.<relpath>.*` (`model_files`).
+- `runtime.transformers.*` (see `engines`) and `model.files.<relpath>.*` (`model_files`);
+- `inputs.files.<name>.*`: the other files the run read, by content (`inputs`);
+- `env.<NAME>` (variables the processes read) and `runtime.process_env.<NAME>` (a
+  process's environment at start differing from the command's), see `envread`.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from provenance.exec.probe.argv import places_for
 from provenance.exec.probe.processes import Process, read_processes
 
 INPROC_DIR = Path(__file__).resolve().with_name("inproc")
@@ -30,13 +34,17 @@ OFF_MARKER = "OFF"
 def environment(run_dir: str | Path, env: Mapping[str, str]) -> dict[str, str]:
     """What the command's environment gets: our directory first on PYTHONPATH (or nothing,
     with PROV_INPROCESS=0, which `collect` then records as off)."""
+    from provenance.exec.probe.envread import write_command_env
+
     probe_dir = Path(run_dir) / "probe"
     probe_dir.mkdir(parents=True, exist_ok=True)
     if env.get("PROV_INPROCESS", "1") == "0":
         (probe_dir / OFF_MARKER).write_text("PROV_INPROCESS=0\n")
         return {}
     current = env.get("PYTHONPATH", "")
-    return {"PYTHONPATH": str(INPROC_DIR) + (os.pathsep + current if current else "")}
+    extra = {"PYTHONPATH": str(INPROC_DIR) + (os.pathsep + current if current else "")}
+    write_command_env(probe_dir, {**env, **extra})
+    return extra
 
 
 def _one(values: list[Any]) -> Any:
@@ -133,34 +141,60 @@ def merge_into(facts: dict[str, Any], extra: dict[str, Any]) -> None:
             facts[key] = value
 
 
+def read_facts(run_dir: Path, processes: list[Process], main: Process | None,
+               outputs: Sequence[str | Path], hasher) -> tuple[dict[str, Any], list[str]]:
+    """`model.files`, `inputs.files` and `env`: what the processes read, by content; and
+    the paths read (files and the model directories), which a command line names as
+    `<input>`."""
+    from provenance.exec.probe.envread import env_read_facts
+    from provenance.exec.probe.inputs import files_read, input_file_facts, rule_for
+    from provenance.exec.probe.model_files import directories, model_file_facts, split_model_files
+
+    read = files_read(processes, rule_for(processes, run_dir, outputs))
+    model, other = split_model_files(read, directories(processes))
+    out: dict[str, Any] = {}
+    files = model_file_facts(processes, hasher, model)
+    if files:
+        out["model"] = {"files": files}
+    cwd = (main or processes[0]).cwd
+    inputs = input_file_facts(other, cwd, hasher)
+    if inputs:
+        out["inputs"] = {"files": inputs}
+    env = env_read_facts(processes)
+    if env:
+        out["env"] = env
+    return out, [*read, *directories(processes)]
+
+
 def collect(run_dir: str | Path, command: Sequence[str] | None = None,
-            outputs: Sequence[str | Path] = ()) -> dict[str, Any]:
+            outputs: Sequence[str | Path] = (), cwd: str | Path | None = None) -> dict[str, Any]:
     """Facts sections (nested; dotted keys once flattened) from the run's probe files.
 
     The files are consumed: their facts are in the result, and their raw argv may hold a
     secret that must not reach the store (`command` is redacted here). In the command line
-    the declared `outputs` and the run directory are written `<output>` / `<run_dir>`."""
+    the declared `outputs` (relative to `cwd`), the run directory and the script are written
+    by what they are (`probe/argv.py`)."""
     from provenance.exec.probe.code import command_facts, module_facts, script_facts
     from provenance.exec.probe.engines import transformers_facts, vllm_facts
+    from provenance.exec.probe.envread import process_env_facts, read_command_env
     from provenance.exec.probe.hashing import file_hasher
     from provenance.exec.probe.installed import Installed
     from provenance.exec.probe.libs import library_facts
-    from provenance.exec.probe.model_files import model_file_facts
 
     run_dir = Path(run_dir)
     processes = read_processes(run_dir)
     probe = _probe_section(run_dir, processes)
     main = next((p for p in processes if p.role == "main"), None)
     facts: dict[str, Any] = {"probe": probe}
-    code: dict[str, Any] = {}
-    places = {str(Path(o).absolute()): "<output>" for o in outputs}
-    places[str(run_dir.absolute())] = "<run_dir>"
-    cmd = command_facts(command, places)
-    if cmd:
-        code["command"] = cmd
     on = [p for p in processes if p.state == "on"]
+    installed, hasher = Installed(), file_hasher()
+    what_read, read_paths = read_facts(run_dir, on, main, outputs, hasher) if on else ({}, [])
+    script_path = main.script.get("path") if main is not None and main.script else None
+    places = places_for(str(cwd or Path.cwd()), [str(o) for o in outputs],
+                        str(run_dir.absolute()),
+                        script_path if isinstance(script_path, str) else None, read_paths)
+    code: dict[str, Any] = command_facts(command, places)
     if on:
-        installed, hasher = Installed(), file_hasher()
         script = script_facts(main, hasher)
         if script:
             code["script"] = script
@@ -173,9 +207,10 @@ def collect(run_dir: str | Path, command: Sequence[str] | None = None,
             found = read(on)
             if found:
                 runtime[engine] = found
-        files = model_file_facts(on, hasher)
-        if files:
-            facts["model"] = {"files": files}
+        facts.update(what_read)
+        process_env = process_env_facts(on, read_command_env(run_dir / "probe"))
+        if process_env:
+            runtime["process_env"] = process_env
         libs, notes = library_facts(on, installed)
         if libs:
             runtime["libs"] = libs

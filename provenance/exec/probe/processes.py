@@ -7,6 +7,9 @@ Roles are a heuristic from what the process itself reported, stated as such:
 - `vllm-engine-core` / `vllm-worker`: vLLM's process titles (`VLLM::EngineCore`, `...Worker`);
 - `main`: a process whose parent no probe saw (the command, or a Python started by a
   non-Python parent); `child`: any other Python started by a probed process.
+
+What each process read (`files_read`, `files_written`, `env_read`) and its environment at
+start (`environ`) are kept only as UTF-8 text; see inputs.py and envread.py.
 """
 
 from __future__ import annotations
@@ -40,6 +43,11 @@ class Process:
     script: dict[str, Any] | None = None
     engines: dict[str, Any] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
+    cwd: str = ""
+    files_read: list[str] = field(default_factory=list)
+    files_written: list[str] = field(default_factory=list)
+    env_read: list[str] = field(default_factory=list)
+    environ: dict[str, str] | None = None  # at start; None: the probe did not record it
     role: str = "main"
     file: str = ""
 
@@ -60,6 +68,26 @@ def _scalars(value: Any) -> dict[str, Any]:
     return {str(k): v for k, v in _table(value).items() if isinstance(v, (str, int, float, bool))}
 
 
+def _utf8(value: Any) -> bool:
+    """A string that encodes (a lone surrogate from undecodable bytes would not reach the
+    store's canonical JSON)."""
+    if not isinstance(value, str):
+        return False
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _names(value: Any) -> list[str]:
+    return [v for v in _list(value) if _utf8(v)]
+
+
+def _texts(value: Any) -> dict[str, str]:
+    return {k: v for k, v in _table(value).items() if _utf8(k) and _utf8(v)}
+
+
 def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
@@ -71,6 +99,7 @@ def parse(doc: Any, file: str = "") -> Process | None:
     torch = _table(doc.get("torch"))
     exit_ = _table(doc.get("exit"))
     maps = doc.get("maps")
+    files, environ = _table(doc.get("files")), doc.get("environ")
     return Process(
         pid=doc["pid"], ppid=_int(doc.get("ppid")) or 0,
         state=str(doc.get("state", "on")), stage=str(doc.get("stage", "")),
@@ -85,7 +114,10 @@ def parse(doc: Any, file: str = "") -> Process | None:
         mapped_weights=_strings(doc.get("mapped_weights")),
         script=_table(doc.get("script")) or None,
         engines={k: _table(doc.get(k)) for k in ("transformers", "vllm") if k in doc},
-        errors=_strings(doc.get("errors")), file=file,
+        errors=_strings(doc.get("errors")), file=file, cwd=str(doc.get("cwd", "")),
+        files_read=_names(files.get("read")), files_written=_names(files.get("written")),
+        env_read=_names(_table(doc.get("env")).get("read")),
+        environ=_texts(environ) if isinstance(environ, dict) else None,
     )
 
 

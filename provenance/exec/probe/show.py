@@ -1,6 +1,7 @@
 """The rows `prov show` prints for what the probe saw inside the run: the engine block
-(what torch, transformers and vLLM resolved), the model files with digests, edited code,
-and libraries flagged as shadowing or owned by nothing."""
+(what torch, transformers and vLLM resolved), the model and input files with digests, a
+process's environment at start where it differed, edited code, and libraries flagged as
+shadowing or owned by nothing."""
 
 from __future__ import annotations
 
@@ -76,6 +77,10 @@ def engine_rows(facts: dict[str, Any]) -> list[tuple[str, str]]:
         rows += _vllm(runtime["vllm"])
     for rel, f in sorted(((facts.get("model") or {}).get("files") or {}).items()):
         rows.append(("model file", f"{rel}  {f.get('sha256')}  ({f.get('source')})"))
+    for name, f in sorted(((facts.get("inputs") or {}).get("files") or {}).items()):
+        rows.append(("input file", f"{name}  {f.get('sha256')}  ({f.get('size')} bytes)"))
+    started = (runtime.get("process_env") or {}).items()
+    rows += [("process env", f"{name}={value}") for name, value in sorted(started)]
     libs = probe.get("libraries") or {}
     rows += [("lib shadowing", s) for s in libs.get("shadowing") or []]
     rows += [("lib unowned", s) for s in libs.get("unowned") or []]

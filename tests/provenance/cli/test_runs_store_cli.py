@@ -64,7 +64,7 @@ def test_snapshot_stores_its_manifest_and_diff_takes_digests_and_runs(penv, tmp_
     rid = runs_json(penv)[0]["run_id"]
     d2 = prov("diff", rid[:8], rows["digest"].strip()[:20], "--json", env=penv)
     # the run's identity is the snapshot's plus the command it ran
-    assert json.loads(d2.stdout)["identity"]["removed"] == {"code.command": ["true"]}
+    assert json.loads(d2.stdout)["identity"]["removed"] == {"code.program": ["true"]}
     assert "no such manifest" in one_line_error(prov("diff", "0000beef", rid, env=penv))
 
 

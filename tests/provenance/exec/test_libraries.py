@@ -7,6 +7,7 @@ import json
 import os
 import re
 import subprocess
+import time
 from pathlib import Path
 
 from provenance.exec.libraries import FileHasher, LibrarySampler, descendants, parse_maps
@@ -80,7 +81,7 @@ def test_sampler_sees_descendants_and_the_hasher_caches(tmp_path):
     size, digest = h.hash(target)
     h.save()
     assert digest == sha256sum(target) and size == os.path.getsize(target)
-    assert json.loads(cache.read_text())[target][4] == digest
+    assert json.loads(cache.read_text())[target][5] == digest  # dev ino size mtime ctime
     # a changed file (new mtime/size) is re-hashed, never served from the cache
     f = tmp_path / "libfake.so"
     f.write_bytes(b"one")
@@ -88,6 +89,15 @@ def test_sampler_sees_descendants_and_the_hasher_caches(tmp_path):
     d1 = h2.hash(str(f))[1]
     f.write_bytes(b"three")
     assert h2.hash(str(f))[1] == sha256sum(str(f)) != d1
+    # same size, mtime put back: the ctime moved, so it is re-hashed too
+    st = f.stat()
+    for _ in range(200):  # the file system's clock is coarse: until the ctime has moved
+        f.write_bytes(b"THREE")
+        os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))
+        if f.stat().st_ctime_ns != st.st_ctime_ns:
+            break
+        time.sleep(0.01)
+    assert not h2.cached(str(f)) and h2.hash(str(f))[1] == sha256sum(str(f))
 
 
 def test_parse_maps_keeps_file_backed_shared_objects_only():

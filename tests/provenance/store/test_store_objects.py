@@ -96,3 +96,22 @@ def test_store_location(tmp_path, monkeypatch):
     store = open_store()
     store.put_bytes(b"x")
     assert (tmp_path / "elsewhere" / ".gitignore").read_text() == "*\n"
+
+
+def test_a_manifest_written_under_another_classification_still_loads(tmp_path):
+    """A later prov may classify a key otherwise (a parameter that became identity): the
+    stored manifest's recorded digest is then stale, not corrupt. Its bytes are still
+    checked against the object's name."""
+    import json
+
+    store = open_store(tmp_path / "s")
+    doc = Manifest({"run": {"params": {"t": "0.7"}}}).document()
+    doc["digest"] = "sha256:" + "0" * 64  # what another table would have given
+    obj = store.put_bytes(json.dumps(doc).encode(), "manifest")
+    m = store.manifest_object(obj)
+    assert m.get("run.params.t") == "0.7" and m.digest() != doc["digest"]
+    path = tmp_path / "s" / "objects" / "sha256" / obj[7:9] / obj[9:]
+    os.chmod(path, 0o644)
+    path.write_bytes(path.read_bytes().replace(b"0.7", b"0.9"))
+    with pytest.raises(CorruptObject):
+        store.manifest_object(obj)

@@ -15,7 +15,9 @@ from tests.exec_support import (  # noqa: F401 - fixtures
     prov_cache,
 )
 
-# One numeric workload; PROBE_CASE picks the in-process call (not an env var prov records)
+# One numeric workload; PROBE_CASE picks the in-process call. The workload reads it, so it is
+# identity too (`env.PROBE_CASE`, exec/probe/envread.py): the tests declare it where they
+# look at what the call itself changed
 WORKLOAD = """
 import os, torch
 case = os.environ.get("PROBE_CASE", "")
@@ -76,6 +78,8 @@ def test_an_in_process_torch_call_is_refused_naming_the_key(penv, workload, case
     a, _ = exec_run(penv, workload)
     b, _ = exec_run(penv, workload, case)
     rc, doc = compare(penv, a, b)
+    assert rc == 3 and "env.PROBE_CASE" in doc["refused"]
+    rc, doc = compare(penv, a, b, "env.PROBE_CASE")
     assert rc == 3
     assert CASES[case] in doc["refused"], doc["refused"]
     # torch >= 2.9 mirrors the legacy TF32 flags in its fp32_precision settings
@@ -89,7 +93,7 @@ def test_the_threads_preset_covers_set_num_threads(penv, workload):
     b, _ = exec_run(penv, workload, "threads")
     human = prov("compare", a["run_id"], b["run_id"], env=penv).stderr.decode()
     assert "covered by --vary threads: runtime.torch.flags.num_threads" in human
-    rc, doc = compare(penv, a, b, "threads")
+    rc, doc = compare(penv, a, b, "threads", "env.PROBE_CASE")
     assert rc == 0, doc["refused"]
     assert list(doc["varied"]["threads"]["keys"]) == ["runtime.torch.flags.num_threads"]
 
@@ -98,9 +102,9 @@ def test_a_different_command_line_is_refused_unless_declared(penv, workload):
     a, _ = exec_run(penv, workload)
     b, _ = exec_run(penv, workload, "", "--extra-arg")
     rc, doc = compare(penv, a, b)
-    assert rc == 3 and list(doc["refused"]) == ["code.command"]
+    assert rc == 3 and list(doc["refused"]) == ["code.args.extra_arg"]
     rc, doc = compare(penv, a, b, "command")
-    assert rc == 0 and list(doc["varied"]["command"]["keys"]) == ["code.command"]
+    assert rc == 0 and list(doc["varied"]["command"]["keys"]) == ["code.args.extra_arg"]
 
 
 def test_an_edited_script_is_refused_by_its_digest(penv, workload):

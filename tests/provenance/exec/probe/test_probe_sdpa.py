@@ -14,7 +14,8 @@ from tests.exec_support import (  # noqa: F401 - fixtures
 )
 from tests.provenance.exec.probe.probe_support import probe_files, run_plain, run_probed
 
-# SDPA_CASE=math forces the math kernel the way a user would (not an env var prov records)
+# SDPA_CASE=math forces the math kernel the way a user would; the script reads it, so it is
+# identity too (`env.SDPA_CASE`), declared below where the kernel alone is looked at
 DIRECT = """
 import os, torch
 import torch.nn.functional as F
@@ -68,9 +69,10 @@ def test_the_kernel_recorded_is_the_one_torch_ran_and_forcing_math_is_refused(pe
     p = prov("compare", a["run_id"], b["run_id"], "--json", env=penv)
     refused = json.loads(p.stdout)["refused"]
     assert p.returncode == 3 and refused, refused
-    assert set(refused) == {"runtime.torch.sdpa_kernels." + SIG + x for x in (ALL, "MATH")}
-    p = prov("compare", a["run_id"], b["run_id"], "--vary", "attention-backend", "--json",
-             env=penv)
+    assert set(refused) == {"env.SDPA_CASE"} | {"runtime.torch.sdpa_kernels." + SIG + x
+                                                for x in (ALL, "MATH")}
+    p = prov("compare", a["run_id"], b["run_id"], "--vary", "attention-backend", "--vary",
+             "env.SDPA_CASE", "--json", env=penv)
     assert p.returncode == 0, json.loads(p.stdout)["refused"]
 
 

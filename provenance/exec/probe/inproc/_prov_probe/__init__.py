@@ -1,7 +1,9 @@
 """The probe inside one Python process of a `prov exec` run.
 
 What is caught, and when the file is written:
-- at start (`start`, from sitecustomize): pid, ppid, argv, interpreter, the script's stat;
+- at start (`start`, from sitecustomize): pid, ppid, argv, interpreter, the script's stat,
+  the environment as it is (`environ`); from then on the files the process opens and the
+  environment variables it asks for (`reads`: an audit hook, `os.environ` watched);
 - when the program imports torch, transformers or vllm: what they hold right then (and
   torch's sdpa is wrapped to note the kernel it chooses, `torch_sdpa`);
 - at fork (`os.register_at_fork`): the child gets its own file, maps included;
@@ -20,15 +22,17 @@ from .record import Record
 
 WATCHED = ("torch", "transformers.modeling_utils", "transformers.tokenization_utils_base",
            "transformers.models.auto.auto_factory", "vllm.v1.worker.gpu_model_runner",
-           "vllm.v1.worker.gpu.model_runner")
+           "vllm.v1.worker.gpu.model_runner", "safetensors")
 _probe = None
+_FAULT = None
 
 
 def start():
-    global _probe
+    global _probe, _FAULT
     run_dir = os.environ.get("PROV_RUN_DIR")
     if not run_dir or _probe is not None:
         return
+    _FAULT = os.environ.get("PROV_PROBE_FAULT")  # read once: later reads would be noted
     if os.environ.get("PROV_INPROCESS", "1") == "0":
         Record(run_dir, state="off").write("off")
         return
@@ -38,7 +42,7 @@ def start():
 
 def _fault(stage):
     """Fault injection for the probe's own tests: PROV_PROBE_FAULT=<stage> raises there."""
-    if os.environ.get("PROV_PROBE_FAULT") == stage:
+    if stage == _FAULT:
         raise RuntimeError("injected probe fault at " + stage)
 
 
@@ -48,14 +52,21 @@ class Probe:
         self.exited = False
         self.transformers = None
         self.vllm = None
+        self.reads = None
 
     def guarded(self, where, fn, *args):
+        reads = self.reads  # what the probe itself reads is not the program's reading
+        if reads is not None:
+            reads.local.quiet = getattr(reads.local, "quiet", 0) + 1
         try:
             _fault(where)
             return fn(*args)
         except Exception as exc:
             self.record.error(where, exc)
             return None
+        finally:
+            if reads is not None:
+                reads.local.quiet -= 1
 
     def install(self):
         import atexit
@@ -63,6 +74,7 @@ class Probe:
         from .hooks import PostImportFinder
 
         self.guarded("start", self._script)
+        self.guarded("reads", self._watch_reads)
         sys.meta_path.insert(0, PostImportFinder(WATCHED, self.on_import, self.record.error))
         atexit.register(self.at_exit, "atexit")
         self._wrap_os_exit()
@@ -74,6 +86,8 @@ class Probe:
         try:
             if stage != "start":  # the title a process gives itself (vLLM's engine core)
                 self._title()
+            if self.reads is not None:
+                self.guarded("reads", self._note_reads)
             self.record.write(stage)
         except Exception:
             pass  # an unwritable run directory: nothing left to record the failure in
@@ -82,6 +96,17 @@ class Probe:
         argv = getattr(sys, "argv", None) or [""]
         if argv[0] and argv[0] not in ("-c", "-m", "-") and os.path.isfile(argv[0]):
             self.record.facts["script"] = _stat(argv[0])
+
+    def _watch_reads(self):
+        from .reads import install
+
+        install(self)
+
+    def _note_reads(self):
+        facts = self.record.facts
+        facts["files"] = self.reads.facts()
+        facts["env"] = self.reads.env_facts()
+        facts["environ"] = self.reads.environ
 
     def on_import(self, name, module):
         self.guarded("import " + name, self._read_at_import, name, module)
@@ -99,6 +124,11 @@ class Probe:
 
                 self.transformers = Watcher(self)
             self.transformers.on_module(name, module)
+        elif name == "safetensors":
+            if self.reads is not None:
+                from .reads import wrap_safe_open
+
+                wrap_safe_open(self, module)
         elif name.startswith("vllm."):
             if self.vllm is None:
                 from .vllm_facts import Watcher as VllmWatcher
@@ -115,6 +145,8 @@ class Probe:
         try:
             self.record.after_fork()
             self.exited = False
+            if self.reads is not None:
+                self.guarded("fork reads", self.reads.after_fork)
             self.guarded("fork", self._read_maps)
             self.save("fork")
         except Exception:

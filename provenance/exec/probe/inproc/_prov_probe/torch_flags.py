@@ -4,8 +4,9 @@ A script can change these after start-up (`torch.set_num_threads`, `torch.backen
 `torch.set_flush_denormal`); nothing outside the process sees that. Read only when torch
 is already imported (asking must never import it), and never through a call that changes
 state: `get_num_interop_threads` does not start the pool, so a later
-`set_num_interop_threads` still works. This is the one reader: `runners.torchstate` (the
-`prov run` worker) loads this file too. Standard library only, Python 3.8+.
+`set_num_interop_threads` still works. This is the one reader of a run's torch state
+(`runtime.torch.flags.*`), prov's own workers' runs included. Standard library only,
+Python 3.8+.
 """
 
 import sys
