@@ -17,6 +17,7 @@ from runners.launch import (
     Launcher,
     LaunchError,
     check_launched,
+    runtime_of,
     standalone,
     worker_argv,
     worker_env,
@@ -34,6 +35,20 @@ class WorkerRun:
     record: RunRecord | None
 
 
+def check_resolved(config: EngineConfig, runtime: dict[str, Any], name: str) -> None:
+    """A vLLM run is refused, not mislabelled, when the backend the probe saw the engine
+    resolve is not the one asked for (or several ran)."""
+    asked = config.get("attention_backend")
+    resolved = ((runtime.get("vllm") or {}).get("attention_backend") or {}).get("resolved")
+    if config.engine != "vllm" or not isinstance(resolved, str):
+        return
+    if "," in resolved:
+        raise LaunchError(f"{name}: the engine mixes attention backends {resolved}")
+    if asked and asked.upper() != resolved:
+        raise LaunchError(f"{name}: asked for attention backend {asked} but the engine ran "
+                          f"{resolved}")
+
+
 def execute(config: EngineConfig, prep: Prepared, workdir: Path, name: str, block: int,
             launcher: Launcher = standalone) -> WorkerRun:
     workdir = Path(workdir).resolve()  # the worker runs in another cwd
@@ -43,11 +58,13 @@ def execute(config: EngineConfig, prep: Prepared, workdir: Path, name: str, bloc
     write_atomic(tokens, npy_bytes(prep.ids))
     out = workdir / name
     argv = worker_argv(config, Path(prep.model).resolve(), tokens, out, block)
-    params = {"engine": config.engine, **{k: v for k, v in config.options if k != "python"}}
+    params = config.params()
     done = launcher(argv, name=name, env=worker_env(config),
                     outputs=(out / "scores.npz", out / "run.json"), params=params)
     check_launched(done, f"{name} ({config.spec})")
     meta = json.loads((out / "run.json").read_text())
+    meta["runtime"] = runtime_of(done)
+    check_resolved(config, meta["runtime"], name)
     with np.load(out / "scores.npz") as npz:
         if not np.array_equal(npz["ids"], prep.ids):
             raise LaunchError(f"{name}: worker scored other token ids than prepared")

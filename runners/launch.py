@@ -37,6 +37,16 @@ class Launched:
     record: RunRecord | None = None  # the final run record (supervised launches)
     stderr_tail: str = ""
     interrupted: bool = False  # the user's ^C (or SIGTERM/SIGHUP) reached the worker
+    # what the engine resolved, as the run's record holds it (`runtime.*`, read by the
+    # in-process probe); a worker started without prov has none
+    runtime: dict[str, Any] | None = None
+
+
+def runtime_of(done: Launched) -> dict[str, Any]:
+    """The `runtime` section a result carries: the run record's, never the worker's word."""
+    if done.runtime is None:
+        return {"unavailable": "the worker ran without prov exec: nothing was probed"}
+    return done.runtime
 
 
 def check_launched(done: Launched, what: str) -> None:
@@ -104,8 +114,7 @@ def _symlink(link: Path, target: Path) -> None:
 
 def worker_argv(config: EngineConfig, model: Path, tokens: Path, out: Path,
                 block: int) -> list[str]:
-    spec = config.spec
-    return [worker_python(config), "-m", "runners.worker", "--engine", spec,
+    return [worker_python(config), "-m", "runners.worker", *config.worker_args(),
             "--model", str(model), "--tokens", str(tokens), "--out", str(out),
             "--block", str(block)]
 
@@ -131,7 +140,9 @@ def supervised(store: Any = None, stream: bool = False) -> Launcher:
         tail = ""
         if res.exit_status != 0:
             tail = _stored_log(store, res.record, "stderr")
-        return Launched(res.exit_status, res.run_id, res.record, tail, res.interrupted)
+        runtime = (res.record.facts or {}).get("runtime") or {}
+        return Launched(res.exit_status, res.run_id, res.record, tail, res.interrupted,
+                        runtime if isinstance(runtime, dict) else {})
 
     return launch
 

@@ -25,7 +25,14 @@ from provenance.store import RunRecord
 from runners.analysis import find_clusters, position_stats
 from runners.engines import EngineConfig, EngineError
 from runners.fingerprint import model_digest, tokenizer_digest
-from runners.launch import Launcher, check_launched, standalone, worker_env, worker_python
+from runners.launch import (
+    Launcher,
+    check_launched,
+    runtime_of,
+    standalone,
+    worker_env,
+    worker_python,
+)
 from runners.results import write_result
 from runners.workstream.checks import OK, check_turn
 from runners.workstream.kvquant import KV_CACHE_CHOICES
@@ -98,17 +105,17 @@ def build_job(r: Rendered) -> dict[str, Any]:
 
 def _launch(cfg: ReplayConfig, model: Path, job: Path, out: Path, name: str,
             launcher: Launcher, extra_params: dict[str, Any]) -> ReplayRun:
-    argv = [worker_python(cfg.engine), "-m", "runners.workstream.worker", "--engine",
-            cfg.engine.spec, "--kv-cache", cfg.kv_cache, "--model", str(model),
+    argv = [worker_python(cfg.engine), "-m", "runners.workstream.worker",
+            *cfg.engine.worker_args(), "--kv-cache-dtype", cfg.kv_cache, "--model", str(model),
             "--job", str(job), "--out", str(out)]
-    params = {"engine": cfg.engine.engine,
-              **{k: v for k, v in cfg.engine.options if k != "python"}, **extra_params}
+    params = {**cfg.engine.params(), **extra_params}
     if cfg.kv_cache != "auto":
         params["kv_cache_dtype"] = f"{cfg.kv_cache}-emulated"
     done = launcher(argv, name=name, env=worker_env(cfg.engine),
                     outputs=(out / "scores.npz", out / "replay.json"), params=params)
     check_launched(done, f"{name} ({cfg.label})")
     meta = json.loads((out / "replay.json").read_text())
+    meta["runtime"] = runtime_of(done)
     with np.load(out / "scores.npz") as npz:
         return ReplayRun(cfg, meta, npz["scores"], done.run_id, done.record)
 

@@ -1,11 +1,11 @@
-"""One engine run in its own process: `python -m runners.worker --engine SPEC --model DIR
---tokens IDS.npy --out DIR`. Separate processes make repeats honest (no warm state shared)
-and let each run go through the `prov exec` supervisor.
+"""One engine run in its own process: `python -m runners.worker --engine NAME [--OPTION V]...
+--model DIR --tokens IDS.npy --out DIR`. Separate processes make repeats honest (no warm
+state shared) and let each run go through the `prov exec` supervisor.
 
 Writes OUT/scores.npz (scores, ids, final_hidden when available; a hidden-state result's
-sampled engine logits, runners/hidden.py) and OUT/run.json (engine
-configuration, runtime facts read from the engine, per-block digests). When PROV_RUN_DIR is
-set (run under `prov exec`), the runtime facts are added to the run's manifest (runfacts).
+sampled engine logits, runners/hidden.py) and OUT/run.json (engine configuration, per-block
+digests). What the engine resolved is read by `prov exec`'s in-process probe, as for any
+program (the launcher hands it back from the run's record: launch.py).
 """
 
 from __future__ import annotations
@@ -19,20 +19,13 @@ from pathlib import Path
 import numpy as np
 
 from runners.engines import EngineConfig, EngineError, load_engine
+from runners.engines.base import add_engine_arguments, engine_from_args
 from runners.worker_output import write_worker_output
 
 WORKER_FORMAT = "prov-runner-worker/1"
 
 
-def _torch_facts() -> dict:
-    from runners.torchstate import torch_state
-
-    state = torch_state()
-    return {"torch": state} if state else {}
-
-
-def run(spec: str, model: str, tokens: Path, out: Path, block: int) -> dict:
-    config = EngineConfig.parse(spec)
+def run(config: EngineConfig, model: str, tokens: Path, out: Path, block: int) -> dict:
     ids = [int(x) for x in np.load(tokens)]
     started = time.time()
     result = load_engine(config).score(model, ids, block)
@@ -51,8 +44,6 @@ def run(spec: str, model: str, tokens: Path, out: Path, block: int) -> dict:
         "digests": result.digests,
         "head_digest": result.head_digest,
         "storage": result.storage or {"kind": "logits"},
-        # torch's process-global flags as the run left them (a script may have changed them)
-        "runtime": {config.engine: result.runtime, **_torch_facts()},
         "notes": result.notes,
         "seconds": round(time.time() - started, 3),
         "pid": os.getpid(),
@@ -63,14 +54,14 @@ def run(spec: str, model: str, tokens: Path, out: Path, block: int) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m runners.worker")
-    ap.add_argument("--engine", required=True, help="engine spec, e.g. transformers:attn=eager")
+    add_engine_arguments(ap)
     ap.add_argument("--model", required=True)
     ap.add_argument("--tokens", required=True, type=Path, help=".npy of int64 token ids")
     ap.add_argument("--out", required=True, type=Path)
     ap.add_argument("--block", type=int, default=256)
     args = ap.parse_args(argv)
     try:
-        run(args.engine, args.model, args.tokens, args.out, args.block)
+        run(engine_from_args(args), args.model, args.tokens, args.out, args.block)
     except EngineError as exc:
         print(f"runners.worker: error: {exc}", file=sys.stderr)
         return 3

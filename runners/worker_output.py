@@ -1,5 +1,6 @@
-"""What every worker process leaves behind: scores.npz, its metadata file, and (under
-`prov exec`) the resolved runtime added to the run's manifest.
+"""What every worker process leaves behind: scores.npz and its metadata file. What the
+engine resolved is not the worker's to say: the in-process probe of `prov exec` reads it
+for every program alike, prov's workers included (provenance/exec/probe).
 
 Imports nothing of `provenance` but its stdlib-only model (the one atomic writer): workers run
 inside other interpreters (a vLLM venv) that see only `runners` and `provenance.model`
@@ -9,7 +10,6 @@ inside other interpreters (a vLLM venv) that see only `runners` and `provenance.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -21,13 +21,7 @@ from runners.arrays import npz_bytes
 
 def write_worker_output(out: Path, arrays: dict[str, np.ndarray], meta_name: str,
                         meta: dict[str, Any]) -> None:
-    """Write OUT/scores.npz and OUT/META_NAME (sorted JSON), each atomically; when run under
-    `prov exec` (PROV_RUN_DIR set), add meta["runtime"] to the run's facts, where the gate
-    and its presets (attention-backend, kv-cache-dtype, dtype) see it."""
+    """Write OUT/scores.npz and OUT/META_NAME (sorted JSON), each atomically."""
     out.mkdir(parents=True, exist_ok=True)
     write_atomic(out / "scores.npz", npz_bytes(arrays))
     write_atomic(out / meta_name, json.dumps(meta, indent=1, sort_keys=True).encode())
-    if os.environ.get("PROV_RUN_DIR"):
-        from runners.runfacts import add_run_facts
-
-        add_run_facts({"runtime": meta["runtime"]})

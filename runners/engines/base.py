@@ -20,6 +20,12 @@ KNOWN_OPTIONS: dict[str, tuple[str, ...]] = {
              "gpu_memory_utilization", "kv_cache_memory_bytes", "python"),
 }
 DTYPES = ("float32", "bfloat16", "float16")
+# What an engine does when an option is not given: a run's command line and parameters name
+# these explicitly, so `transformers` and `transformers:attn=sdpa` are one identity
+DEFAULTS: dict[str, dict[str, str]] = {
+    "transformers": {"attn": "sdpa", "dtype": "float32", "device": "cpu"},
+    "vllm": {"kv_cache_dtype": "auto", "quantization": "none", "dtype": "float32"},
+}
 
 
 class EngineError(ProvError):
@@ -61,6 +67,42 @@ class EngineConfig:
 
     def to_json(self) -> dict[str, Any]:
         return {"engine": self.engine, "options": {k: v for k, v in self.options if k != "python"}}
+
+    def explicit(self) -> dict[str, str]:
+        """Every option the engine runs with, defaults included (the interpreter is the
+        command, not an option)."""
+        opts = {**DEFAULTS.get(self.engine, {}), **dict(self.options)}
+        opts.pop("python", None)
+        return dict(sorted(opts.items()))
+
+    def worker_args(self) -> list[str]:
+        """The engine as a worker's command line: `--engine NAME --OPTION VALUE ...`, one
+        argument per option, so the run's identity names each (`code.args.attn`) and a
+        preset covers the one it declares."""
+        out = ["--engine", self.engine]
+        for key, value in self.explicit().items():
+            out += [f"--{key}", value]
+        return out
+
+    def params(self) -> dict[str, str]:
+        """The run parameters of a worker running this engine (`run.params.*`)."""
+        return {"engine": self.engine, **self.explicit()}
+
+
+def add_engine_arguments(ap: Any) -> None:
+    """`--engine` (a name, or a whole spec) and one `--OPTION` per known engine option."""
+    ap.add_argument("--engine", required=True, help="engine name or spec, e.g. transformers")
+    for key in sorted({k for opts in KNOWN_OPTIONS.values() for k in opts} - {"python"}):
+        ap.add_argument(f"--{key}", dest=f"engine_{key}", default=None)
+
+
+def engine_from_args(args: Any) -> EngineConfig:
+    """The EngineConfig a worker was given by `add_engine_arguments`."""
+    opts = [f"{k[len('engine_'):]}={v}" for k, v in sorted(vars(args).items())
+            if k.startswith("engine_") and v is not None]
+    spec = args.engine + ("," if ":" in args.engine else ":") + ",".join(opts) if opts \
+        else args.engine
+    return EngineConfig.parse(spec)
 
 
 @dataclass

@@ -4,8 +4,8 @@ top-k), prefix caching off.
 The attention backend is set through `attention_backend` (VLLM_ATTENTION_BACKEND is ignored
 by recent vLLM), the KV cache through `kv_cache_dtype`, online weight quantization through
 `quantization` (`none` = the checkpoint as stored). What is recorded is what the engine
-resolved, read in-process (runners/engines/vllm_facts.py); a run whose resolved backend
-differs from the requested one is refused rather than mislabelled. Needs
+resolved, read in-process by `prov exec`'s probe as for any program; a run whose resolved
+backend differs from the requested one is refused rather than mislabelled (execute.py). Needs
 VLLM_ENABLE_V1_MULTIPROCESSING=0 so the engine core lives in this process.
 """
 
@@ -30,17 +30,6 @@ VLLM_ENV_DEFAULTS = {
 }
 
 
-def resolved_backends(llm) -> dict[str, Any]:
-    """Attention backend names and KV-cache tensor dtypes as the engine's model runner holds
-    them (the short form; engine_facts has the rest)."""
-    from runners.engines.vllm_facts import engine_facts
-
-    facts = engine_facts(llm, {"attention_backend": "auto", "kv_cache_dtype": "auto",
-                               "quantization": "none"})
-    return {"attention_backends": facts["attention_backend"]["resolved"].split(","),
-            "kv_cache_dtypes": facts["kv_cache_dtype"]["resolved"].split(",")}
-
-
 def _import_vllm():
     for key, value in VLLM_ENV_DEFAULTS.items():
         os.environ.setdefault(key, value)
@@ -57,46 +46,26 @@ def _import_vllm():
 
 
 def open_llm(config: EngineConfig, model_dir: str, max_len: int):
-    """The engine for `config`, and the runtime facts it resolved (refused if the backend it
-    ran is not the one asked for)."""
-    vllm = _import_vllm()
-    import torch
+    """The engine for `config`. What it resolved (backend per layer, KV cache, quantization
+    kernels, model runner) is read by `prov exec`'s in-process probe, as for any program;
+    the launcher refuses a run whose backend is not the one asked for (runners/execute.py)."""
+    _import_vllm()
     from vllm import LLM
-
-    from runners.engines.vllm_facts import engine_facts
 
     backend = config.get("attention_backend")
     quant = config.get("quantization", "none")
-    requested = {"attention_backend": backend or "auto",
-                 "kv_cache_dtype": config.get("kv_cache_dtype", "auto"),
-                 "quantization": quant, "dtype": config.get("dtype", "float32")}
     kwargs: dict[str, Any] = dict(
-        model=model_dir, tokenizer=model_dir, dtype=requested["dtype"], enforce_eager=True,
-        enable_prefix_caching=False, max_model_len=max_len, max_logprobs=-1, seed=0,
-        kv_cache_dtype=requested["kv_cache_dtype"], logprobs_mode="raw_logprobs",
+        model=model_dir, tokenizer=model_dir, dtype=config.get("dtype", "float32"),
+        enforce_eager=True, enable_prefix_caching=False, max_model_len=max_len,
+        max_logprobs=-1, seed=0, kv_cache_dtype=config.get("kv_cache_dtype", "auto"),
+        logprobs_mode="raw_logprobs",
     )
     if backend:
         kwargs["attention_backend"] = backend
     if quant != "none":
         kwargs["quantization"] = quant
     kwargs.update(_memory_share(config))
-    llm = LLM(**kwargs)
-    facts = engine_facts(llm, requested)
-    resolved = facts["attention_backend"]["resolved"]
-    if "," in resolved:
-        raise EngineError(f"engine mixes attention backends {resolved}")
-    if backend and backend.upper() != resolved:
-        raise EngineError(f"asked for attention backend {backend} but the engine ran {resolved}")
-    model_cfg = llm.llm_engine.vllm_config.model_config
-    runtime: dict[str, Any] = {
-        "engine": "vllm", "vllm_version": vllm.__version__, "torch_version": torch.__version__,
-        **facts,
-        "dtype": {"requested": requested["dtype"], "resolved": str(model_cfg.dtype)
-                  .removeprefix("torch.")},
-        "enforce_eager": True, "prefix_caching": False, "logprobs_mode": "raw_logprobs",
-        "device": "cuda" if torch.cuda.is_available() and "cpu" not in vllm.__file__ else "cpu",
-    }
-    return llm, runtime
+    return LLM(**kwargs)
 
 
 def _memory_share(config: EngineConfig) -> dict[str, Any]:
@@ -120,7 +89,7 @@ class VLLMEngine:
         self.config = config
 
     def score(self, model_dir: str, ids: list[int], block: int) -> ScoreOutput:
-        llm, runtime = open_llm(self.config, model_dir, max(len(ids) + 8, 64))
+        llm = open_llm(self.config, model_dir, max(len(ids) + 8, 64))
         from vllm import SamplingParams
         from vllm.inputs import TokensPrompt
 
@@ -136,12 +105,11 @@ class VLLMEngine:
             lp = np.fromiter((v.logprob for v in row.values()), dtype=np.float32, count=len(row))
             scores[j, tok] = lp
         full = not bool(np.isnan(scores).any())
-        runtime["prompt_logprobs"] = "full" if k == -1 else str(k)
         notes = ["vLLM prompt_logprobs expose no hidden states; digests cover logprobs only"]
         if not math.isfinite(float(np.nanmax(scores))):
             raise EngineError("vLLM returned no finite log-probabilities")
         return ScoreOutput(
             scores=scores, kind="logprobs", full_vocab=full,
             digests={"logprobs": block_digests(scores.view(np.int32), block)},
-            runtime=runtime, notes=notes,
+            runtime={"prompt_logprobs": "full" if k == -1 else str(k)}, notes=notes,
         )

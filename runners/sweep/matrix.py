@@ -34,7 +34,8 @@ RAY_BOOKKEEPING = ("env.RAY_JOB_ID", "env.RAY_RAYLET_PID", "env.RAY_CLIENT_MODE"
 
 def vary_for(axes: list[str], extra: list[str]) -> list[str]:
     out = [p for a in axes for p in AXIS_PRESETS.get(a, (f"run.params.{a}",))]
-    out += [f"runtime.*.{a}" for a in axes if a not in AXIS_PRESETS]
+    out += [k for a in axes if a not in AXIS_PRESETS
+            for k in (f"runtime.*.{a}", f"code.args.{a}")]
     return list(dict.fromkeys(out + list(extra)))
 
 

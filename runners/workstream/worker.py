@@ -1,15 +1,16 @@
 """One replay of a rendered workstream under one configuration, in its own process:
 
-    python -m runners.workstream.worker --engine SPEC [--kv-cache auto|int8|int4]
+    python -m runners.workstream.worker --engine NAME [--OPTION V]...
+        [--kv-cache-dtype auto|int8|int4]
         --model DIR --job JOB.json --out DIR
 
 JOB.json holds the rendered pieces (token ids), the tool-call turns and the turn-end ids.
 The worker (1) scores the whole captured trace teacher-forced, (2) generates greedily at each
 tool-call turn from the captured prefix (open loop), and (3) again with its own earlier
 generations in the context in place of the captured ones (closed loop). It writes
-OUT/scores.npz (scores, ids) and OUT/replay.json (generated ids, runtime facts), and under
-`prov exec` adds the runtime facts to the run's manifest. Runs in a vLLM venv too: it needs
-numpy and the engine, nothing of prov but `runners`.
+OUT/scores.npz (scores, ids) and OUT/replay.json (generated ids, the engine's checks and
+notes); what the engine resolved is read by `prov exec`'s probe, as for any program. Runs
+in a vLLM venv too: it needs numpy and the engine, nothing of prov but `runners`.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from runners.engines import EngineConfig, EngineError
+from runners.engines.base import add_engine_arguments, engine_from_args
 from runners.worker_output import write_worker_output
 
 WORKER_FORMAT = "prov-replay-worker/1"
@@ -99,9 +101,9 @@ class _VLLM:
     def __init__(self, cfg: EngineConfig, model_dir: str, max_len: int) -> None:
         from runners.engines.vllm_engine import open_llm
 
-        self.llm, self.runtime = open_llm(cfg, model_dir, max_len)
+        self.llm = open_llm(cfg, model_dir, max_len)
         self.vocab = self.llm.llm_engine.model_config.get_vocab_size()
-        self.runtime["decoding"] = "greedy (temperature 0), one request at a time"
+        self.runtime = {"decoding": "greedy (temperature 0), one request at a time"}
 
     def score(self, ids: list[int]) -> np.ndarray:
         from vllm import SamplingParams
@@ -131,8 +133,8 @@ def _strip_end(gen: list[int], stop: set[int]) -> tuple[list[int], bool]:
     return gen, False
 
 
-def run(spec: str, kv_cache: str, model: str, job_path: Path, out: Path) -> dict[str, Any]:
-    cfg = EngineConfig.parse(spec)
+def run(cfg: EngineConfig, kv_cache: str, model: str, job_path: Path,
+        out: Path) -> dict[str, Any]:
     job = json.loads(job_path.read_text())
     pieces: list[list[int]] = job["pieces"]
     turns = job["turns"]
@@ -171,7 +173,7 @@ def run(spec: str, kv_cache: str, model: str, job_path: Path, out: Path) -> dict
     meta = {
         "format": WORKER_FORMAT, "config": cfg.to_json(), "spec": cfg.spec,
         "kv_cache": kv_cache, "kind": "logprobs" if cfg.engine == "vllm" else "logits",
-        "n_tokens": len(ids), "runtime": {cfg.engine: eng.runtime},
+        "n_tokens": len(ids), "engine_notes": {cfg.engine: eng.runtime},
         "open_loop": open_loop, "closed_loop": closed_loop,
         "seconds": round(time.time() - started, 3), "pid": os.getpid(),
     }
@@ -182,14 +184,15 @@ def run(spec: str, kv_cache: str, model: str, job_path: Path, out: Path) -> dict
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m runners.workstream.worker")
-    ap.add_argument("--engine", required=True)
-    ap.add_argument("--kv-cache", default="auto", choices=("auto", "int8", "int4", "int2"))
+    add_engine_arguments(ap)
+    ap.add_argument("--kv-cache-dtype", default="auto", choices=("auto", "int8", "int4", "int2"),
+                    help="the emulated KV-cache quantisation (kvquant.py)")
     ap.add_argument("--model", required=True)
     ap.add_argument("--job", required=True, type=Path)
     ap.add_argument("--out", required=True, type=Path)
     args = ap.parse_args(argv)
     try:
-        run(args.engine, args.kv_cache, args.model, args.job, args.out)
+        run(engine_from_args(args), args.kv_cache_dtype, args.model, args.job, args.out)
     except EngineError as exc:
         print(f"runners.workstream.worker: error: {exc}", file=sys.stderr)
         return 3
