@@ -246,7 +246,7 @@ def _finish(run: _Run, final: RunRecord, outputs: Sequence[str | Path],
         sampler.add_paths(exit_maps(run.run_dir))  # periodic sampling can miss
     probe_facts = probe.collect(run.run_dir, run.argv,  # consumes run_dir/probe
                                 [run.workdir / p for p in outputs], run.workdir)
-    probe.merge_into(facts, redact_tree(probe_facts, key))
+    probe.merge_into(facts, redact_tree(probe_facts, key), warnings)
     run_files = ingest_run_dir(run.run_dir, run.store)
     if section := run_section(run.record):
         facts["run"] = section

@@ -131,14 +131,20 @@ def _probe_section(run_dir: Path, processes: list[Process]) -> dict[str, Any]:
     return out
 
 
-def merge_into(facts: dict[str, Any], extra: dict[str, Any]) -> None:
-    """Add `extra` below `facts`; what is already there (facts.json, the workload's own
-    word) wins over what the probe saw."""
-    for key, value in extra.items():
-        if isinstance(value, dict) and isinstance(facts.get(key), dict):
-            merge_into(facts[key], value)
-        elif key not in facts:
-            facts[key] = value
+def merge_into(facts: dict[str, Any], seen: dict[str, Any], warnings: list[str],
+               at: str = "") -> None:
+    """Put what the probe saw into `facts` (facts.json, the workload's own word): where
+    both hold a value, what was seen wins, and a claim that differs is named in `warnings`
+    (a script cannot report another attention backend than the one that ran)."""
+    for key, value in seen.items():
+        have = facts.get(key)
+        if isinstance(value, dict) and isinstance(have, dict):
+            merge_into(have, value, warnings, f"{at}{key}.")
+            continue
+        if key in facts and have != value:
+            warnings.append(f"facts.json: {at}{key} differs from what the probe saw; "
+                            "the probe's value is kept")
+        facts[key] = value
 
 
 def read_facts(run_dir: Path, processes: list[Process], main: Process | None,

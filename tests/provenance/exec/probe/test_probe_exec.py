@@ -156,3 +156,17 @@ def test_declared_outputs_in_the_command_line_are_written_as_placeholders(penv, 
         "python", "-c", code, "<output>", "--log=<output>/log.txt"]
     rc, doc = compare(penv, *recs)
     assert rc == 0, doc["refused"]
+
+
+def test_what_the_probe_saw_wins_over_what_the_script_claims(penv, workload):
+    """A script's facts.json cannot report another torch state than the one that ran."""
+    claim = ("import json, os, pathlib; pathlib.Path(os.environ['PROV_RUN_DIR'], 'facts.json')"
+             ".write_text(json.dumps({'runtime': {'torch': {'flags': {'num_threads': 999}},"
+             " 'mine': {'note': 'kept'}}}))\n")
+    workload.write_text(WORKLOAD + claim)
+    a, _ = exec_run(penv, workload)
+    runtime = a["facts"]["runtime"]
+    assert runtime["torch"]["flags"]["num_threads"] not in (999, None)
+    assert runtime["mine"] == {"note": "kept"}  # a fact the probe has no word on joins
+    assert any("runtime.torch.flags.num_threads differs from what the probe saw" in w
+               for w in a["warnings"]), a["warnings"]
