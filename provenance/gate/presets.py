@@ -41,6 +41,9 @@ PRESETS: dict[str, tuple[str, ...]] = {
         "run.params.kv_cache_dtype",
         "code.args.kv_cache_dtype",
         "inputs.files.*.values.**.kv_cache_dtype",
+        # vLLM's per-layer rows: the KV cache's dtype, and the dtype its tensors hold
+        "runtime.*.attention_backend.layers.*.kv_cache_dtype",
+        "runtime.*.attention_backend.layers.*.tensor_dtype",
         "runtime.*.calculate_kv_scales",
         "runtime.*.kv_scales",
         "env.VLLM_KV_CACHE_DTYPE",
