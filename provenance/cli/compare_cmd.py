@@ -96,13 +96,15 @@ def compare(
         "--vary",
         "-V",
         help="A key, key pattern or preset (attention-backend, kv-cache-dtype, weights, dtype) "
-        "that may differ. Repeatable.",
+        "that may differ; it also covers what follows from it (python.packages.NAME: the "
+        "package's modules and libraries). Repeatable.",
     ),
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
 ) -> None:
     """Compare two runs: refuse (exit 3) unless every identity difference is declared.
 
-    A comparison that passes is recorded in the store with the keys that varied.
+    A comparison that passes is recorded in the store with the keys that varied. Beside the
+    verdict, each declared output is stated identical, differing or missing on a side.
     """
     from provenance.cli.output import console, print_json
     from provenance.gate import compare_runs
