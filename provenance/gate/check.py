@@ -31,6 +31,10 @@ from provenance.model import LeafKind, Manifest, split_key
 from provenance.model.diff import Change, ManifestDiff, diff_manifests
 
 
+def _key(change: Change) -> str:
+    return change.key
+
+
 def _values(changes: list[Change]) -> dict[str, Any]:
     return {c.key: {"change": c.change, "a": c.a, "b": c.b} for c in changes}
 
@@ -144,11 +148,10 @@ def gate(a: Manifest, b: Manifest, vary: list[str], config: GateConfig | None = 
             s.place(change, key)
     for change, key in later:
         s.place_jit(change, key)
-    varied = {spec: sorted(s.varied.get(spec, []), key=lambda c: c.key) for spec in vary}
+    varied = {spec: sorted(s.varied.get(spec, []), key=_key) for spec in vary}
     unused = [spec for spec, found in varied.items() if not found]
-    by_key = {"key": lambda c: c.key}
-    s.refused.sort(**by_key)
-    s.ignored.sort(**by_key)
+    s.refused.sort(key=_key)  # JIT keys were placed last
+    s.ignored.sort(key=_key)
     return GateResult(d, varied, s.ignored, s.refused, unused, patterns,
                       identical=d.identical and not libs_differ, not_loaded=s.not_loaded,
                       one_side=s.one_side, follows=s.follows, context=ctx)

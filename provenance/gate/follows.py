@@ -19,6 +19,7 @@ from; nothing is waived silently.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from provenance.gate.patterns import covers_parts
@@ -41,6 +42,18 @@ class Context:
     b: Manifest
     changes: list[Change]
     owners: tuple[Owners, Owners] | None = None
+
+    @cached_property
+    def sole_owners(self) -> dict[str, str]:
+        """`runtime.libs` name -> its owner, where one owner holds it on every side that
+        mapped it (read once: a spec of many packages asks for each)."""
+        sides = [self.a.get("runtime.libs") or {}, self.b.get("runtime.libs") or {}]
+        out: dict[str, str] = {}
+        for lib in sorted(set(sides[0]) | set(sides[1])):
+            owners = set().union(*(_owners_of(side[lib]) for side in sides if lib in side))
+            if len(owners) == 1:
+                out[lib] = next(iter(owners))
+        return out
 
 
 def owner_name(owner: str) -> str:
@@ -92,13 +105,8 @@ def _modules(name: str, ctx: Context) -> list[str]:
 
 def _runtime_libs(name: str, ctx: Context) -> list[str]:
     """runtime.libs entries the package's wheel owns on every side that mapped them."""
-    sides = [ctx.a.get("runtime.libs") or {}, ctx.b.get("runtime.libs") or {}]
-    out = []
-    for lib in sorted(set(sides[0]) | set(sides[1])):
-        owners = [_owners_of(side[lib]) for side in sides if lib in side]
-        if all(o == {name} for o in owners):
-            out.append(join_key(("runtime", "libs", lib)))
-    return out
+    return [join_key(("runtime", "libs", lib)) for lib, owner in ctx.sole_owners.items()
+            if owner == name]
 
 
 def _libs(name: str, ctx: Context) -> list[str]:
