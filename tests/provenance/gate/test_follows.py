@@ -100,6 +100,14 @@ def test_a_library_follows_only_while_the_package_owns_it_on_both_sides():
     assert r.follows == {"python.packages.numpy": {"code.modules.numpy": "python.packages.numpy"}}
 
 
+def test_a_preset_naming_a_package_covers_what_follows_from_it():
+    config = GateConfig(presets={**GateConfig().presets, "np": ("python.packages.numpy",)})
+    a, b = _side("1", "wheel:numpy==1"), _side("2", "wheel:numpy==2")
+    r = gate(a, b, ["np"], config)
+    assert r.ok, [c.key for c in r.refused]
+    assert set(r.follows["np"]) == {"code.modules.numpy", 'runtime.libs."_multiarray_umath.so"'}
+
+
 def test_a_library_one_run_mapped_is_listed_not_refused():
     stdlib = {"_csv.so": {"build_id": "cc", "owner": "interpreter", "path": "/py/_csv.so"}}
     a, b = _side("1", "wheel:numpy==1", **stdlib), _side("1", "wheel:numpy==1")
