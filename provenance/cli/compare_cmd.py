@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from provenance.cli import app
+from provenance.model import join_key, split_key
 
 REFUSED = 3
 
@@ -15,19 +16,75 @@ def render_changes(title: str, changes, con) -> None:
     change_table(title, changes, con)
 
 
-def _render(result, a, b, con) -> None:
+STATE_WORDS = {"identical": "identical", "differs": "differs", "missing_a": "missing in A",
+               "missing_b": "missing in B", "missing": "missing in both"}
+SIDE_WORDS = {"file": "a manifest file", "manifest": "a stored manifest"}
+
+
+def _plain(con, text: str) -> None:
+    con.print(text, markup=False, highlight=False)
+
+
+def _render_follows(follows: dict[str, str], con) -> None:
+    """`  following from python.packages.numpy: code.modules.numpy, runtime.libs (19)`: what
+    a spec covers beyond its patterns, by where it is (every key is in the table above)."""
+    by_source: dict[str, dict[str, list[str]]] = {}
+    for derived, source in follows.items():
+        head = join_key(split_key(derived)[:-1])  # code.modules, runtime.libs, libs
+        by_source.setdefault(source, {}).setdefault(head, []).append(derived)
+    for source, heads in by_source.items():
+        parts = [found[0] if len(found) == 1 else f"{head} ({len(found)})"
+                 for head, found in heads.items()]
+        _plain(con, f"  following from {source}: {', '.join(parts)}")
+
+
+def render_outputs(c, con) -> None:
+    """Each declared output identical, differing or missing: information, never refusing."""
+    if c.outputs is None:
+        side = c.a if c.a.run is None else c.b
+        name = "A" if side is c.a else "B"
+        _plain(con, f"outputs: not compared ({name} is {SIDE_WORDS.get(side.type, side.type)},"
+                    " not a run)")
+        return
+    if not c.outputs:
+        return
+    from provenance.gate.outputs import counts
+
+    summary = ", ".join(f"{n} {STATE_WORDS[s]}" for s, n in counts(c.outputs).items())
+    _plain(con, f"outputs: {summary}")
+    for o in c.outputs:
+        _plain(con, f"  {_output_line(o)}")
+
+
+def _output_line(o) -> str:
+    """`r.txt: differs (A sha256:.., B sha256:..)`; a paired output names both names."""
+    name = o.name if o.b_name is None else f"{o.name} (B: {o.b_name})"
+    doc = o.to_json()
+    if o.state == "identical":
+        return f"{name}: identical ({doc['a']})"
+    seen = ", ".join(f"{side.upper()} {doc[side]}" for side in ("a", "b") if doc[side])
+    return f"{name}: {STATE_WORDS[o.state]}" + (f" ({seen})" if seen else "")
+
+
+def _render(c, con) -> None:
+    result, a, b = c.result, c.a, c.b
     con.print(f"A: {a.type} {a.ref}  identity {result.diff.digest_a}")
     con.print(f"B: {b.type} {b.ref}  identity {result.diff.digest_b}")
     for spec, changes in result.varied.items():
         if changes:
             render_changes(f"varied by --vary {spec}: {len(changes)} key(s)", changes, con)
+            _render_follows(result.follows.get(spec, {}), con)
     if result.ignored:
         render_changes(f"ignored (always-ignored keys): {len(result.ignored)}", result.ignored, con)
     if result.not_loaded:
         render_changes(f"not loaded (no process of either run imported them): "
                        f"{len(result.not_loaded)}", result.not_loaded, con)
+    if result.one_side:
+        render_changes(f"one side only (a library one run mapped is no difference): "
+                       f"{len(result.one_side)}", result.one_side, con)
     for spec in result.unused:
         con.print(f"[yellow]note[/yellow]: --vary {spec} covers no difference")
+    render_outputs(c, con)
 
 
 @app.command()
@@ -39,13 +96,15 @@ def compare(
         "--vary",
         "-V",
         help="A key, key pattern or preset (attention-backend, kv-cache-dtype, weights, dtype) "
-        "that may differ. Repeatable.",
+        "that may differ; it also covers what follows from it (python.packages.NAME: the "
+        "package's modules and libraries). Repeatable.",
     ),
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
 ) -> None:
     """Compare two runs: refuse (exit 3) unless every identity difference is declared.
 
-    A comparison that passes is recorded in the store with the keys that varied.
+    A comparison that passes is recorded in the store with the keys that varied. Beside the
+    verdict, each declared output is stated identical, differing or missing on a side.
     """
     from provenance.cli.output import console, print_json
     from provenance.gate import compare_runs
@@ -59,7 +118,7 @@ def compare(
         raise typer.Exit(0 if result.ok else REFUSED)
     con = console()
     if result.ok:
-        _render(result, ra, rb, con)
+        _render(c, con)
         verdict = "identical identity" if result.identical else "comparable"
         con.print(f"[green]{verdict}[/green]: recorded as comparison {doc['record']}")
         if ra.run is not None and rb.run is not None:  # worker runs: top-1 along the context
@@ -70,7 +129,7 @@ def compare(
                 con.print(line, markup=False, highlight=False)
         raise typer.Exit(0)
     err = console(stderr=True)
-    _render(result, ra, rb, err)
+    _render(c, err)
     render_changes(
         f"REFUSED: {len(result.refused)} identity key(s) differ and no --vary covers them",
         result.refused,
@@ -78,9 +137,9 @@ def compare(
     )
     from provenance.gate import suggest_presets
 
-    for preset, keys in suggest_presets(config.presets, [c.key for c in result.refused]).items():
-        err.print(f"covered by --vary {preset}: {', '.join(keys)}", markup=False,
-                  highlight=False)
+    refused = [ch.key for ch in result.refused]
+    for preset, keys in suggest_presets(config.presets, refused, result.context).items():
+        _plain(err, f"covered by --vary {preset}: {', '.join(keys)}")
     err.print(
         "[red]refused[/red]: these runs were not done in the same environment. "
         "Declare what you meant to vary with --vary KEY or a preset "

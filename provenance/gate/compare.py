@@ -1,6 +1,7 @@
 """`compare_runs`: the one comparison every caller uses (`prov compare`, `prov run`, sweeps,
-the selftest): resolve both sides -> the libraries both runs loaded -> the gate -> the
-comparison record, stored when the comparison passes."""
+the selftest): resolve both sides -> the libraries both runs loaded and who owns them -> the
+gate -> the declared outputs beside the verdict -> the comparison record, stored when the
+comparison passes."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ from typing import Any
 
 from provenance.gate.check import GateResult, gate
 from provenance.gate.config import GateConfig, load_config
+from provenance.gate.follows import Owners, library_owners
 from provenance.gate.libraries import common_libraries
+from provenance.gate.outputs import OutputComparison, compare_outputs, outputs_json
 from provenance.store import Store
 from provenance.store.records import now_iso
 from provenance.store.resolve import Resolved, resolve
@@ -25,6 +28,7 @@ class Comparison:
     result: GateResult
     libraries_compared: int
     record: str | None = None  # the stored comparison record (a passing comparison only)
+    outputs: list[OutputComparison] | None = None  # None unless both sides are runs
 
     @property
     def ok(self) -> bool:
@@ -34,6 +38,8 @@ class Comparison:
         """The gate's verdict, as `prov compare --json` prints it (and the record holds)."""
         doc = self.result.to_json()
         doc["loaded_libraries_compared"] = self.libraries_compared
+        if self.outputs is not None:
+            doc["outputs"] = outputs_json(self.outputs)
         if self.record:
             doc["record"] = self.record
         return doc
@@ -44,6 +50,19 @@ def _libraries(ra: Resolved, rb: Resolved) -> tuple[dict[str, Any], dict[str, An
         return None
     return common_libraries(ra.run.record.loaded_libraries or [],
                             rb.run.record.loaded_libraries or [])
+
+
+def _owners(ra: Resolved, rb: Resolved) -> tuple[Owners, Owners] | None:
+    if ra.run is None or rb.run is None:
+        return None
+    return (library_owners(ra.run.record.loaded_libraries or [], ra.manifest),
+            library_owners(rb.run.record.loaded_libraries or [], rb.manifest))
+
+
+def _outputs(ra: Resolved, rb: Resolved) -> list[OutputComparison] | None:
+    if ra.run is None or rb.run is None:
+        return None
+    return compare_outputs(ra.run.record.outputs or {}, rb.run.record.outputs or {})
 
 
 def compare_runs(store: Store | None, a: str | Resolved, b: str | Resolved, vary: Sequence[str],
@@ -61,8 +80,10 @@ def compare_runs(store: Store | None, a: str | Resolved, b: str | Resolved, vary
     if extra_ignore:
         config.ignore = tuple(dict.fromkeys(config.ignore + tuple(extra_ignore)))
     libs = _libraries(ra, rb)
-    result = gate(ra.manifest, rb.manifest, list(vary), config, libs=libs)
-    done = Comparison(ra, rb, list(vary), config, result, len(libs[0]) if libs else 0)
+    result = gate(ra.manifest, rb.manifest, list(vary), config, libs=libs,
+                  owners=_owners(ra, rb))
+    done = Comparison(ra, rb, list(vary), config, result, len(libs[0]) if libs else 0,
+                      outputs=_outputs(ra, rb))
     if result.ok and record:
         done.record = _record(store, done)
     return done

@@ -5,6 +5,8 @@ Engine adapters put what the engine resolved at run time under `runtime.<engine>
 `run.params.<concept>`, command-line options under `code.args.<option>` (`--kv-cache-dtype`
 is `code.args.kv_cache_dtype`), and engines' static facts under `engines.<engine>.<concept>`.
 `[tool.prov.presets]` in pyproject.toml adds presets or extends these (config.py).
+What a declared key brings along (a package's modules and libraries, what a JIT compiled)
+is not listed here: it follows from the difference a preset covers (follows.py).
 """
 
 from __future__ import annotations
@@ -30,9 +32,6 @@ PRESETS: dict[str, tuple[str, ...]] = {
         "env.VLLM_USE_TRITON_FLASH_ATTN",
         "env.VLLM_FLASH_ATTN_VERSION",
         "env.SGLANG_ATTENTION_BACKEND",
-        # another backend JIT-compiles other kernels (Triton launchers share one file name):
-        # the set of what a JIT compiled is declared with it; every other library still counts
-        "libs.*.jit",
     ),
     "kv-cache-dtype": (
         "runtime.*.kv_cache_dtype",
@@ -47,7 +46,6 @@ PRESETS: dict[str, tuple[str, ...]] = {
         "runtime.*.calculate_kv_scales",
         "runtime.*.kv_scales",
         "env.VLLM_KV_CACHE_DTYPE",
-        "libs.*.jit",  # a quantised KV cache runs other JIT kernels (as attention-backend)
     ),
     "weights": (
         "model.files",  # the model files a run read, by content (exec/probe/model_files.py)
@@ -124,17 +122,3 @@ PRESETS: dict[str, tuple[str, ...]] = {
 }
 # Never worth refusing a comparison over; still listed in the record as ignored.
 ALWAYS_IGNORED: tuple[str, ...] = ("env.PROV_*",)
-
-
-
-def suggest_presets(presets: dict[str, tuple[str, ...]], keys: list[str]) -> dict[str, list[str]]:
-    """preset -> the keys (refused ones) it would cover; each key under its first preset."""
-    from provenance.gate.patterns import covers
-
-    out: dict[str, list[str]] = {}
-    for key in keys:
-        name = next((n for n, pats in presets.items() if any(covers(p, key) for p in pats)),
-                    None)
-        if name is not None:
-            out.setdefault(name, []).append(key)
-    return out

@@ -131,19 +131,37 @@ def test_common_libraries_keep_identity_of_what_a_jit_did_not_compile():
     assert {c.key for c in r.refused} == {'libs."l.so"', 'libs."l.so".jit'}
 
 
-@pytest.mark.parametrize("preset", ["attention-backend", "kv-cache-dtype"])
-def test_another_backend_compiling_other_kernels_is_declared_by_its_preset(
-        penv, tmp_path, preset):
-    """FLASH_ATTN and TRITON_ATTN (or a quantised KV cache) JIT-compile other kernels, whose
-    Triton launchers all share one file name (the H200 grid's false refusal): the preset
-    declares what a JIT compiled; without it the pair is refused on that key."""
+def test_what_a_jit_compiled_follows_from_the_declared_cause(penv, tmp_path):
+    """Another kernel source (here the script's argument; on the GPU another attention
+    backend, KV dtype or model runner) compiles other kernels, whose Triton launchers all
+    share one file name: the launcher key follows from the declaration that covers its
+    cause, listed under it; a spec that covers no difference does not cover it."""
     a = _run(penv, str(tmp_path / "ca"), "7")
     b = _run(penv, str(tmp_path / "cb"), "8")
     key = f'libs."{_launcher(a)["name"]}".jit'
+    c = prov("compare", a["run_id"], b["run_id"], "--vary", "attention-backend", "--json",
+             env=penv)
+    doc = json.loads(c.stdout)
+    assert c.returncode == 3 and key in doc["refused"] and "code.args" in str(doc["refused"])
+    assert doc["unused_vary"] == ["attention-backend"]
     c = prov("compare", a["run_id"], b["run_id"], "--vary", "command", "--json", env=penv)
-    assert c.returncode == 3 and key in json.loads(c.stdout)["refused"]
-    c = prov("compare", a["run_id"], b["run_id"], "--vary", "command", "--vary", preset,
-             "--json", env=penv)
     doc = json.loads(c.stdout)
     assert c.returncode == 0, doc["refused"]
-    assert key in doc["varied"][preset]["keys"]
+    cmd = doc["varied"]["command"]
+    assert key in cmd["keys"] and cmd["follows"][key].startswith("code.args")
+
+
+def test_a_jit_key_alone_follows_from_nothing_and_is_refused():
+    """Unit: with nothing declared that differs, a changed JIT key is unexplained."""
+    from provenance.gate.check import gate
+    from provenance.model import Manifest
+
+    def libs(key: str) -> dict:
+        return {"l.so": {"jit": f"triton:{key}"}}
+
+    m = Manifest({"env": {"X": "1"}})
+    r = gate(m, m, ["attention-backend"], libs=(libs("K1"), libs("K2")))
+    assert [c.key for c in r.refused] == ['libs."l.so".jit'] and not r.follows
+    other = Manifest({"env": {"X": "2"}})
+    r = gate(m, other, ["env.X"], libs=(libs("K1"), libs("K2")))
+    assert r.ok and r.follows == {"env.X": {'libs."l.so".jit': "env.X"}}
