@@ -31,6 +31,12 @@ class Rule:
 SNAPSHOT = ("provenance.snapshot", "provenance.snapshot_cache", "provenance.snapshot_memo",
             "provenance.gitstate",
             "provenance.collectors")
+# Inside the collectors' room, the stdlib-only readers the snapshot and the probe share.
+STANDALONE = "provenance.collectors.standalone"
+# Packages whose path `prov exec` extends with another directory at run time: the probe
+# loads the standalone readers as its own submodules (`from . import torch_state`), so such
+# an import is an arrow to the reader (the probe's `READERS_VAR`, exec/probe/host.py).
+EXTENDED_PATHS = {"provenance.exec.probe.inproc._prov_probe": STANDALONE}
 CONTAINERS_PUBLIC = ("containers", "containers.catalogers")
 ROOMS_PUBLIC = ("containers", "lockfiles", "runners.api", "provenance.sbom", "provenance.audit",
                 "provenance.publish", "provenance.report", "provenance.selftest",
@@ -41,6 +47,10 @@ ROOMS_PUBLIC = ("containers", "lockfiles", "runners.api", "provenance.sbom", "pr
 # is an error (every module lives in a room).
 RULES: tuple[Rule, ...] = (
     Rule(("provenance.model",)),
+    # readers run inside another interpreter without prov (the snapshot's subprocess, the
+    # in-process probe): a leaf; stdlib only and Python 3.8 syntax are checked by
+    # tests/provenance/collectors/standalone/test_torch_state.py
+    Rule((STANDALONE,)),
     Rule(("containers",), deep=("provenance.model",)),
     Rule(("lockfiles",), deep=("provenance.model",)),
     Rule(("provenance.store",), deep=("provenance.model",)),
@@ -128,13 +138,21 @@ def imports_of(path: Path, source: str, modules: dict[str, Path]) -> list[tuple[
                 base = _resolve_relative(source, path.name == "__init__.py", node.level,
                                          node.module)
             # `from pkg import sub` is an arrow to the module pkg.sub when there is one
-            subs = [f"{base}.{a.name}" for a in node.names if f"{base}.{a.name}" in modules]
-            names = [a.name for a in node.names if f"{base}.{a.name}" not in modules]
+            subs = [_submodule(base, a.name, modules) for a in node.names]
+            names = [a.name for a, sub in zip(node.names, subs, strict=True) if sub is None]
+            subs = [sub for sub in subs if sub is not None]
             found += [(node.lineno, sub) for sub in subs]
             if names or not subs:
                 found.append((node.lineno, base))
     return [(line, target) for line, target in found
             if target.split(".")[0] in PACKAGES]
+
+
+def _submodule(base: str, name: str, modules: dict[str, Path]) -> str | None:
+    for package in (base, EXTENDED_PATHS.get(base)):
+        if package is not None and f"{package}.{name}" in modules:
+            return f"{package}.{name}"
+    return None
 
 
 def _under(module: str, prefix: str) -> bool:
@@ -221,6 +239,15 @@ def test_workers_import_only_runners_and_the_model() -> None:
                     and not _in_worker_world(target):  # the arrow that leaves the world
                 bad.append(f"{arrow} (reached from {worker})")
     assert not bad, f"workers import outside {WORKER_WORLD}:\n" + "\n".join(sorted(set(bad)))
+
+
+def test_the_probe_and_the_snapshot_import_the_one_torch_reader() -> None:
+    """Both sides of the shared reader are arrows the table sees (and allows)."""
+    _, arrows = all_arrows()
+    reader = f"{STANDALONE}.torch_state"
+    sources = {a.source for a in arrows if a.target == reader}
+    assert {"provenance.collectors.torch_probe",
+            "provenance.exec.probe.inproc._prov_probe"} <= sources, sources
 
 
 def test_every_module_lives_in_a_room() -> None:

@@ -67,11 +67,12 @@ def summary_lines(facts: dict[str, Any], digest: str) -> list[tuple[str, str]]:
         rows.append(("gpu", str(gpu)))
     torch = facts.get("torch")
     if isinstance(torch, dict) and torch.get("version"):
+        flags = torch.get("flags") if isinstance(torch.get("flags"), dict) else {}
         rows.append(
             (
                 "torch",
                 f"{torch.get('version')}  CUDA {torch.get('cuda_runtime')}  "
-                f"cuDNN {torch.get('cudnn')}  CPU {torch.get('cpu_capability')}",
+                f"cuDNN {torch.get('cudnn')}  CPU {flags.get('cpu_capability')}",
             )
         )
     eng = facts.get("engines")

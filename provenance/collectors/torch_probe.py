@@ -1,12 +1,15 @@
-"""The `torch` section: torch's build and default numerics flags, read in a subprocess.
+"""The `torch` section: torch's build facts and default numerics flags, read in a subprocess.
 
 Importing torch costs seconds and may touch the GPU, so it runs in a child of the target
 interpreter under a hard timeout, and the answer is cached, keyed by everything it depends
 on: the torch distribution's fingerprint, the interpreter, the NVIDIA driver and the
 environment variables torch reads at start-up.
 
-Flags are the defaults a fresh process gets; a workload can change them at run time, which
-is why `prov exec` also samples the libraries a workload really loaded.
+The subprocess imports torch and calls the one reader of torch's state,
+`standalone/torch_state.py` (`snapshot`): build facts as `torch.*`, and under
+`torch.flags.*` the flags a fresh process gets. A workload can change them at run time;
+`prov exec`'s in-process probe reads the same list of flags inside the program, with the
+same reader (`runtime.torch.flags.*`, what the process had).
 """
 
 from __future__ import annotations
@@ -18,58 +21,19 @@ import sys
 from pathlib import Path
 from typing import Any
 
-PROBE = r"""
-import json, sys
-out = {}
-def put(key, fn):
-    try:
-        v = fn()
-    except Exception as exc:
-        v = "unavailable: " + type(exc).__name__
-    if v is None:
-        v = "none"
-    elif not isinstance(v, (bool, int, float, str, list)):
-        v = str(v)
-    out[key] = v
-import torch
-put("version", lambda: torch.__version__)
-put("git_version", lambda: torch.version.git_version)
-put("cuda_runtime", lambda: torch.version.cuda)
-put("hip", lambda: torch.version.hip)
-put("debug", lambda: torch.version.debug)
-put("cuda_available", lambda: torch.cuda.is_available())
-put("cuda_device_count", lambda: torch.cuda.device_count())
-put("cuda_arch_list", lambda: torch.cuda.get_arch_list())
-def cudnn_version():
-    v = torch.backends.cudnn.version()
-    if not v:
-        return None
-    # cuDNN 9 encodes major*10000 + minor*100 + patch; cuDNN 8 and older major*1000 + ...
-    major, rest = (v // 10000, v % 10000) if v >= 90000 else (v // 1000, v % 1000)
-    return f"{major}.{rest // 100}.{rest % 100}"
-put("cudnn", cudnn_version)
-put("nccl", lambda: ".".join(map(str, torch.cuda.nccl.version())) if torch.cuda.is_available() else None)
-put("cpu_capability", lambda: torch.backends.cpu.get_cpu_capability())
-put("mkldnn", lambda: torch.backends.mkldnn.is_available())
-put("openmp", lambda: torch.backends.openmp.is_available())
-put("num_threads", lambda: torch.get_num_threads())
-put("num_interop_threads", lambda: torch.get_num_interop_threads())
-put("flags.float32_matmul_precision", lambda: torch.get_float32_matmul_precision())
-put("flags.cuda_matmul_allow_tf32", lambda: torch.backends.cuda.matmul.allow_tf32)
-put("flags.cuda_matmul_allow_fp16_reduced_precision", lambda: torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction)
-put("flags.cuda_matmul_allow_bf16_reduced_precision", lambda: torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction)
-put("flags.cudnn_allow_tf32", lambda: torch.backends.cudnn.allow_tf32)
-put("flags.cudnn_enabled", lambda: torch.backends.cudnn.enabled)
-put("flags.cudnn_deterministic", lambda: torch.backends.cudnn.deterministic)
-put("flags.cudnn_benchmark", lambda: torch.backends.cudnn.benchmark)
-put("flags.deterministic_algorithms", lambda: torch.are_deterministic_algorithms_enabled())
-put("flags.preferred_blas_library", lambda: str(torch.backends.cuda.preferred_blas_library()))
-put("sdpa.flash", lambda: torch.backends.cuda.flash_sdp_enabled())
-put("sdpa.mem_efficient", lambda: torch.backends.cuda.mem_efficient_sdp_enabled())
-put("sdpa.math", lambda: torch.backends.cuda.math_sdp_enabled())
-put("sdpa.cudnn", lambda: torch.backends.cuda.cudnn_sdp_enabled())
-sys.stdout.write(json.dumps(out))
-"""
+from provenance.collectors.standalone import torch_state
+
+# The child: torch first, as a fresh process imports it, then the one reader of its state
+# (standalone/torch_state.py, which the in-process probe runs too), from the directory
+# given as argv[1], put first so no other module of that name wins.
+PROBE = (
+    "import json, sys\n"
+    "import torch\n"
+    "sys.path.insert(0, sys.argv[1])\n"
+    "import torch_state\n"
+    "sys.stdout.write(json.dumps(torch_state.snapshot(torch)))\n"
+)
+READER = Path(torch_state.__file__)
 
 _KEY_ENV_PREFIXES = (
     "TORCH_",
@@ -96,19 +60,10 @@ def cache_key(python: str, torch_fingerprint: str) -> str:
         driver = Path("/proc/driver/nvidia/version").read_text()
     except OSError:
         driver = ""
-    material = json.dumps([python, torch_fingerprint, env, driver, os.cpu_count()])
+    # the reader's own bytes: a changed reader never answers from an older one's cache
+    reader = hashlib.sha256(READER.read_bytes()).hexdigest()
+    material = json.dumps([python, torch_fingerprint, env, driver, os.cpu_count(), reader])
     return hashlib.sha256(material.encode()).hexdigest()
-
-
-def _nest(flat: dict[str, Any]) -> dict[str, Any]:
-    tree: dict[str, Any] = {}
-    for key, value in flat.items():
-        *parents, last = key.split(".")
-        node = tree
-        for p in parents:
-            node = node.setdefault(p, {})
-        node[last] = value
-    return tree
 
 
 def collect(
@@ -130,7 +85,7 @@ def collect(
 
     try:
         proc = subprocess.run(
-            [python, "-c", PROBE],
+            [python, "-c", PROBE, str(READER.parent)],
             capture_output=True,
             text=True,
             timeout=timeout,
@@ -141,7 +96,7 @@ def collect(
     if proc.returncode != 0:
         last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
         return {"probe": f"unavailable: import torch failed: {last[:200]}"}
-    section = _nest(json.loads(proc.stdout))
+    section = json.loads(proc.stdout)
     if torch_fingerprint:
         from provenance.model.atomic import write_atomic
 

@@ -17,6 +17,7 @@ PRESETS: dict[str, tuple[str, ...]] = {
         "runtime.*.models.*.attn_implementation",
         "runtime.*.models.*.attn_implementation_requested",
         "runtime.torch.flags.sdpa_*",
+        "torch.flags.sdpa_*",
         "runtime.torch.sdpa_kernels",
         "runtime.attention_backend",
         "engines.*.attention_backend",
@@ -80,13 +81,14 @@ PRESETS: dict[str, tuple[str, ...]] = {
         "code.args.quantization",
         "inputs.files.*.values.**.quantization",
     ),
+    # torch's flags are read by one reader (collectors/standalone/torch_state.py) into two
+    # facts: `torch.flags.*` the defaults a fresh process gets (the snapshot),
+    # `runtime.torch.flags.*` what the run's process had (the in-process probe)
     "threads": (
         "runtime.torch.flags.num_threads",
         "runtime.torch.flags.num_interop_threads",
-        "runtime.torch.num_threads",
-        "runtime.torch.num_interop_threads",
-        "torch.num_threads",
-        "torch.num_interop_threads",
+        "torch.flags.num_threads",
+        "torch.flags.num_interop_threads",
         "env.OMP_NUM_THREADS",
         "env.MKL_NUM_THREADS",
         "env.OPENBLAS_NUM_THREADS",
@@ -112,9 +114,10 @@ PRESETS: dict[str, tuple[str, ...]] = {
         "run.params.dtype",
         "code.args.dtype",
         "inputs.files.*.values.**.dtype",
-        "torch.flags.float32_matmul_precision",
         "runtime.torch.flags.float32_matmul_precision",
         "runtime.torch.flags.default_dtype",
+        "torch.flags.float32_matmul_precision",
+        "torch.flags.default_dtype",
         "runtime.*.models.*.dtype",
         # each sdpa call signature names its dtype: a dtype change renames every one of them
         "runtime.torch.sdpa_kernels",

@@ -24,16 +24,22 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from provenance.collectors import standalone
 from provenance.exec.probe.argv import places_for
+from provenance.exec.probe.inproc._prov_probe import READERS_VAR
 from provenance.exec.probe.processes import Process, read_processes
 
 INPROC_DIR = Path(__file__).resolve().with_name("inproc")
+# the stdlib-only readers the probe shares with the snapshot (torch_state.py): named to the
+# probe in READERS_VAR, it adds their directory to its package path
+READERS_DIR = Path(standalone.__file__).resolve().parent
 OFF_MARKER = "OFF"
 
 
 def environment(run_dir: str | Path, env: Mapping[str, str]) -> dict[str, str]:
-    """What the command's environment gets: our directory first on PYTHONPATH (or nothing,
-    with PROV_INPROCESS=0, which `collect` then records as off)."""
+    """What the command's environment gets: our directory first on PYTHONPATH and the
+    readers' directory for the probe (or nothing, with PROV_INPROCESS=0, which `collect`
+    then records as off)."""
     from provenance.exec.probe.envread import write_command_env
 
     probe_dir = Path(run_dir) / "probe"
@@ -42,7 +48,8 @@ def environment(run_dir: str | Path, env: Mapping[str, str]) -> dict[str, str]:
         (probe_dir / OFF_MARKER).write_text("PROV_INPROCESS=0\n")
         return {}
     current = env.get("PYTHONPATH", "")
-    extra = {"PYTHONPATH": str(INPROC_DIR) + (os.pathsep + current if current else "")}
+    extra = {"PYTHONPATH": str(INPROC_DIR) + (os.pathsep + current if current else ""),
+             READERS_VAR: str(READERS_DIR)}
     write_command_env(probe_dir, {**env, **extra})
     return extra
 

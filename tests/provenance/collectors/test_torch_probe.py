@@ -21,8 +21,8 @@ def test_probe_matches_torch_and_caches(tmp_path, monkeypatch):
     # torch.__version__ is the oracle; the wheel's METADATA may lack the local tag (+cu130)
     assert first["version"] == version
     assert first["version"].split("+")[0] == metadata.version("torch").split("+")[0]
-    assert first["cpu_capability"] == capability
-    assert first["num_threads"] == threads
+    assert first["flags"]["cpu_capability"] == capability
+    assert first["flags"]["num_threads"] == threads
     assert first["cache"] == "miss"
     second = torch_probe.collect([], torch_fingerprint="sha256:test")
     assert second["cache"] == "hit"
@@ -30,6 +30,19 @@ def test_probe_matches_torch_and_caches(tmp_path, monkeypatch):
     # a variable torch reads at start-up is part of the key
     monkeypatch.setenv("TORCH_SHOW_CPP_STACKTRACES", "1")
     assert torch_probe.collect([], torch_fingerprint="sha256:test")["cache"] == "miss"
+
+
+def test_a_changed_reader_is_not_answered_from_the_cache(tmp_path, monkeypatch):
+    """The reader's bytes are part of the key: an older reader's keys never come back."""
+    monkeypatch.setenv("PROV_CACHE_DIR", str(tmp_path))
+    assert torch_probe.collect([], torch_fingerprint="sha256:test")["cache"] == "miss"
+    assert torch_probe.collect([], torch_fingerprint="sha256:test")["cache"] == "hit"
+    edited = tmp_path / "reader" / "torch_state.py"
+    edited.parent.mkdir()
+    edited.write_text(torch_probe.READER.read_text() + "# edited\n")
+    monkeypatch.setattr(torch_probe, "READER", edited)
+    section = torch_probe.collect([], torch_fingerprint="sha256:test")
+    assert section["cache"] == "miss" and "num_threads" in section["flags"]
 
 
 def test_hung_import_is_cut_off(tmp_path, monkeypatch):

@@ -4,8 +4,9 @@ What is caught, and when the file is written:
 - at start (`start`, from sitecustomize): pid, ppid, argv, interpreter, the script's stat,
   the environment as it is (`environ`); from then on the files the process opens and the
   environment variables it asks for (`reads`: an audit hook, `os.environ` watched);
-- when the program imports torch, transformers or vllm: what they hold right then (and
-  torch's sdpa is wrapped to note the kernel it chooses, `torch_sdpa`);
+- when the program imports torch, transformers or vllm: what they hold right then (torch's
+  flags by the reader the snapshot shares, `torch_state`; and torch's sdpa is wrapped to
+  note the kernel it chooses, `torch_sdpa`);
 - at fork (`os.register_at_fork`): the child gets its own file, maps included;
 - at exit through `atexit` and through `os._exit` (wrapped: multiprocessing's forked
   children end that way): torch flags, imported modules, mapped libraries, engine facts.
@@ -20,6 +21,9 @@ import sys
 
 from .record import Record
 
+# `prov exec` names the directory of the readers the probe shares with the snapshot
+# (provenance/collectors/standalone/); on our package path they load as `_prov_probe.<name>`
+READERS_VAR = "PROV_PROBE_READERS"
 WATCHED = ("torch", "transformers.modeling_utils", "transformers.tokenization_utils_base",
            "transformers.models.auto.auto_factory", "vllm.v1.worker.gpu_model_runner",
            "vllm.v1.worker.gpu.model_runner", "safetensors")
@@ -33,6 +37,9 @@ def start():
     if not run_dir or _probe is not None:
         return
     _FAULT = os.environ.get("PROV_PROBE_FAULT")  # read once: later reads would be noted
+    readers = os.environ.get(READERS_VAR)
+    if readers and readers not in __path__:
+        __path__.append(readers)
     if os.environ.get("PROV_INPROCESS", "1") == "0":
         Record(run_dir, state="off").write("off")
         return
@@ -114,9 +121,7 @@ class Probe:
 
     def _read_at_import(self, name, module):
         if name == "torch":
-            from .torch_flags import torch_state
-
-            self.record.facts.setdefault("torch", {})["at_import"] = torch_state()
+            self.record.facts.setdefault("torch", {})["at_import"] = torch_flags()
             self.guarded("sdpa wrap", self._watch_sdpa, module)
         elif name.startswith("transformers."):
             if self.transformers is None:
@@ -173,10 +178,8 @@ class Probe:
         facts = self.record.facts
         facts["exit"] = {"via": via}
         if "torch" in sys.modules:
-            from .torch_flags import torch_state
-
             self.guarded("exit torch", lambda: facts.setdefault("torch", {}).update(
-                at_exit=torch_state()))
+                at_exit=torch_flags()))
         if self.transformers is not None:
             self.guarded("exit transformers", lambda: facts.update(
                 transformers=self.transformers.facts()))
@@ -219,6 +222,17 @@ class Probe:
         path = getattr(main, "__file__", None)
         if "script" not in self.record.facts and isinstance(path, str) and os.path.isfile(path):
             self.record.facts["script"] = _stat(path)
+
+
+def torch_flags():
+    """torch's flags in this process (`runtime.torch.flags.*`), read by the one reader the
+    snapshot uses too; {} while torch is not (fully) imported: asking never imports it."""
+    torch = sys.modules.get("torch")
+    if torch is None or not hasattr(torch, "backends"):
+        return {}
+    from . import torch_state  # from READERS_VAR's directory, added to __path__ by start()
+
+    return torch_state.flags(torch)
 
 
 def _stat(path):
