@@ -65,11 +65,11 @@ def test_known_effects_were_measured_and_named(matrix):
     # FTZ/DAZ flush the denormal products whether set by torch or by a preloaded library
     for name in ("flush-denormal", "ld-preload"):
         assert r[name]["outputs_changed"] == ["denormal"], name
-        assert "runtime.torch.flush_denormal" in r[name]["keys"], name
+        assert "runtime.torch.flags.flush_denormal" in r[name]["keys"], name
     assert "env.LD_PRELOAD" in r["ld-preload"]["keys"]
-    assert "runtime.torch.num_threads" in r["torch-threads"]["keys"]
-    assert {"env.OMP_NUM_THREADS", "torch.num_threads"} <= set(r["omp-threads"]["keys"])
-    assert {"env.ATEN_CPU_CAPABILITY", "runtime.torch.cpu_capability"} <= set(
+    assert "runtime.torch.flags.num_threads" in r["torch-threads"]["keys"]
+    assert {"env.OMP_NUM_THREADS", "torch.flags.num_threads"} <= set(r["omp-threads"]["keys"])
+    assert {"env.ATEN_CPU_CAPABILITY", "runtime.torch.flags.cpu_capability"} <= set(
         r["aten-cpu-capability"]["keys"])
     assert "python.packages.numpy.version" in r["numpy-version"]["keys"]
     # a variable given only to the command (run_supervised env_extra) is identity too
