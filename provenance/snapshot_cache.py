@@ -67,7 +67,7 @@ def _code_stamp() -> list[Any]:
 
     root = Path(provenance.__file__).parent
     files = [root / "snapshot.py", root / "model" / "classes.py", root / "model" / "redact.py"]
-    files += sorted((root / "collectors").glob("*.py"))
+    files += sorted((root / "collectors").rglob("*.py"))  # standalone/ readers included
     return [provenance.__version__] + [_stat(str(f)) for f in files]
 
 

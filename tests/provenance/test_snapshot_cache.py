@@ -41,6 +41,22 @@ def test_hit_equals_fresh_and_changes_miss(tmp_path, monkeypatch):
     assert fourth.manifest().get("python.packages.fakepkg.version") == "1.0"
 
 
+def test_a_changed_standalone_reader_changes_the_key(tmp_path, monkeypatch):
+    """The torch reader the snapshot's subprocess runs is collector code too."""
+    from provenance.collectors.standalone import torch_state
+
+    monkeypatch.setenv("PROV_CACHE_DIR", str(tmp_path / "cache"))
+    reader = torch_state.__file__
+    st = os.stat(reader)
+    before = cache_key(None)
+    os.utime(reader, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
+    try:
+        assert cache_key(None) != before
+    finally:
+        os.utime(reader, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert cache_key(None) == before
+
+
 def test_unwritable_cache_only_costs_speed(tmp_path, monkeypatch):
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
