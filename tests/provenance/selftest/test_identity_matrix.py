@@ -59,9 +59,10 @@ def test_every_row_ran_and_no_missed_cause_or_noise(matrix):
 def test_known_effects_were_measured_and_named(matrix):
     r = rows(matrix)
     assert {"logits", "hidden"} <= set(r["attention"]["outputs_changed"])
-    assert "runtime.transformers.attention_backend.resolved" in r["attention"]["keys"]
+    # the probe's keys (the workload runs as a user's program under prov exec)
+    assert "runtime.transformers.models.0.attn_implementation" in r["attention"]["keys"]
     assert {"logits", "matmul"} <= set(r["dtype"]["outputs_changed"])
-    assert "runtime.transformers.dtype.resolved" in r["dtype"]["keys"]
+    assert "runtime.transformers.models.0.dtype" in r["dtype"]["keys"]
     # FTZ/DAZ flush the denormal products whether set by torch or by a preloaded library
     for name in ("flush-denormal", "ld-preload"):
         assert r[name]["outputs_changed"] == ["denormal"], name
