@@ -40,7 +40,7 @@ PROMPT = "The Cat Sat On The Mat. Where Is The Cat?"
 TEMPLATE = ("{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}"
             "{% if add_generation_prompt %}assistant:{% endif %}")
 MAX_NEW_TOKENS = 8
-# what every vLLM CPU run gets (tests/runners/vllm_venv.py VLLM_ENV)
+# what every vLLM CPU run gets, here and in the tests (tests/runners/vllm_venv.py)
 VLLM_ENV = {"VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1",
             "VLLM_ENABLE_V1_MULTIPROCESSING": "0", "TRANSFORMERS_OFFLINE": "1"}
 # program -> its arguments; {out} is the side's output file
@@ -219,7 +219,6 @@ class ProgramRunner:
         self.store = self.workdir / "store"
         self.vllm_python = vllm_python
         self.log = log
-        self.counter = 0
         self.baselines: dict[tuple[str, str], ProgramRun] = {}
 
     def python_for(self, program: str) -> str:
@@ -239,7 +238,6 @@ class ProgramRunner:
         out.unlink(missing_ok=True)
         script = str(self.project / program) if side.absolute else program
         args = [a.format(out=side.out) for a in ARGS[program]]
-        self.counter += 1
         env = {k: v for k, v in os.environ.items() if not k.startswith("PROV_RUN")}
         env["PROV_STORE"] = str(self.store)
         if program in VLLM_PROGRAMS:
