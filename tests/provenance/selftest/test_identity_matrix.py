@@ -57,19 +57,20 @@ def test_every_row_ran_and_no_missed_cause_or_noise(matrix):
 
 
 def test_known_effects_were_measured_and_named(matrix):
+    # under the probe's keys: it is the one reader of runtime facts, whoever wrote the program
     r = rows(matrix)
     assert {"logits", "hidden"} <= set(r["attention"]["outputs_changed"])
-    assert "runtime.transformers.attention_backend.resolved" in r["attention"]["keys"]
+    assert "runtime.transformers.models.0.attn_implementation" in r["attention"]["keys"]
     assert {"logits", "matmul"} <= set(r["dtype"]["outputs_changed"])
-    assert "runtime.transformers.dtype.resolved" in r["dtype"]["keys"]
+    assert "runtime.transformers.models.0.dtype" in r["dtype"]["keys"]
     # FTZ/DAZ flush the denormal products whether set by torch or by a preloaded library
     for name in ("flush-denormal", "ld-preload"):
         assert r[name]["outputs_changed"] == ["denormal"], name
-        assert "runtime.torch.flush_denormal" in r[name]["keys"], name
+        assert "runtime.torch.flags.flush_denormal" in r[name]["keys"], name
     assert "env.LD_PRELOAD" in r["ld-preload"]["keys"]
-    assert "runtime.torch.num_threads" in r["torch-threads"]["keys"]
+    assert "runtime.torch.flags.num_threads" in r["torch-threads"]["keys"]
     assert {"env.OMP_NUM_THREADS", "torch.num_threads"} <= set(r["omp-threads"]["keys"])
-    assert {"env.ATEN_CPU_CAPABILITY", "runtime.torch.cpu_capability"} <= set(
+    assert {"env.ATEN_CPU_CAPABILITY", "runtime.torch.flags.cpu_capability"} <= set(
         r["aten-cpu-capability"]["keys"])
     assert "python.packages.numpy.version" in r["numpy-version"]["keys"]
     # a variable given only to the command (run_supervised env_extra) is identity too
