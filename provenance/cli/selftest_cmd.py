@@ -38,13 +38,25 @@ def identity(
     out: Path = typer.Option(None, "--out", help="write the result JSON here"),
     markdown: Path = typer.Option(None, help="write the Markdown table here"),
     as_json: bool = typer.Option(False, "--json", help="print the result JSON"),
+    programs: bool = typer.Option(
+        False, "--programs", help="the user-program rows instead: programs written as users "
+        "write them (transformers, safetensors, numpy, vLLM), run under prov exec"),
+    python: str = typer.Option(
+        None, "--python", help="with --programs: the interpreter of an environment with vllm "
+        "for the vLLM rows (without it they are not run)"),
 ) -> None:
     """Run the identity perturbation matrix (CPU by default; --gpu on a CUDA machine)."""
-    from provenance.cli.output import console, print_json
-    from provenance.selftest import matrix, report
+    from provenance.cli.output import console
+    from provenance.selftest import matrix
     from provenance.selftest.identity import Runner, run_matrix
 
     con = console(stderr=True)
+    if programs:
+        if gpu:
+            raise ProvError("--programs runs on the CPU; leave out --gpu")
+        result = _programs(con, workdir, model, only, python)
+        _emit(result, out, markdown, as_json)
+        return
     device = "cpu"
     if gpu:
         count = _cuda_devices()
@@ -54,11 +66,7 @@ def identity(
     else:
         rows = matrix.cpu_matrix()
     if only:
-        wanted = {n.strip() for n in only.split(",") if n.strip()}
-        unknown = wanted - {r.name for r in rows}
-        if unknown:
-            raise ProvError(f"--only: unknown row(s): {', '.join(sorted(unknown))}")
-        rows = [r for r in rows if r.name in wanted]
+        rows = _only(rows, only)
     if model is None:
         from runners import api
 
@@ -71,6 +79,17 @@ def identity(
     runner = Runner(workdir, model, device=device, alt_python=alt_python, tokens=tokens,
                     log=lambda name: con.print(f"[dim]run[/dim] {name}"))
     result = run_matrix(runner, rows)
+    _emit(result, out, markdown, as_json)
+
+
+BAD = ("missed cause", "noise", "failed", "declaration refused")
+
+
+def _emit(result: dict, out: Path | None, markdown: Path | None, as_json: bool) -> None:
+    """Write and print the result; exit 1 on a missed cause, noise or a failed row."""
+    from provenance.cli.output import console, print_json
+    from provenance.selftest import report
+
     if out:
         _write(out, json.dumps(result, indent=1, sort_keys=True) + "\n")
     if markdown:
@@ -79,8 +98,34 @@ def identity(
         print_json(result)
     else:
         report.render(result, console())
-    bad = sum(result["counts"].get(k, 0) for k in ("missed cause", "noise", "failed"))
+    bad = sum(result["counts"].get(k, 0) for k in BAD)
     raise typer.Exit(1 if bad else 0)
+
+
+def _programs(con, workdir: Path | None, model: Path | None, only: str | None,
+              python: str | None) -> dict:
+    """The user-program rows (provenance/selftest/user_rows.py)."""
+    from provenance.selftest import user_rows
+
+    rows = user_rows.rows()
+    if only:
+        rows = _only(rows, only)
+    if model is None:
+        from runners import api
+
+        model = api.ensure_demo_model(CACHE / "demo-model", steps=120)
+    workdir = workdir or Path(tempfile.mkdtemp(prefix="prov-selftest-programs-"))
+    runner = user_rows.ProgramRunner(workdir, model, vllm_python=python,
+                                     log=lambda name: con.print(f"[dim]run[/dim] {name}"))
+    return user_rows.run_programs(runner, rows)
+
+
+def _only(rows: list, only: str) -> list:
+    wanted = {n.strip() for n in only.split(",") if n.strip()}
+    unknown = wanted - {r.name for r in rows}
+    if unknown:
+        raise ProvError(f"--only: unknown row(s): {', '.join(sorted(unknown))}")
+    return [r for r in rows if r.name in wanted]
 
 
 def _alt_python(con) -> str | None:

@@ -67,6 +67,10 @@ PRESETS: dict[str, tuple[str, ...]] = {
         "runtime.*.models.*.revision",
         "runtime.*.models.*.files",
         "runtime.*.models.*.chat_template_sha256",
+        # the tokenizers a load gave (exec/probe/engines.py): their source and chat template
+        "runtime.*.tokenizers.*.name_or_path",
+        "runtime.*.tokenizers.*.revision",
+        "runtime.*.tokenizers.*.chat_template_sha256",
     ),
     # the other files a run read (prompts, eval text, arrays), by content (exec/probe/inputs.py)
     "inputs": (

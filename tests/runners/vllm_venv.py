@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from provenance.selftest.user_rows import VLLM_ENV as SELFTEST_VLLM_ENV
 from tests.cached_venv import CACHE, cached_venv
 
 VLLM_VERSION = "0.32.0"
@@ -16,14 +17,9 @@ MARKER = VENV / ".prov-complete"
 # torchvision/torchaudio/torchcodec as pulled need CUDA libraries and break `import vllm`.
 REMOVE = ["torchvision", "torchaudio", "torchcodec"]
 
-# The environment every vLLM CPU engine run gets (see docs/guides/repeat-diverge.md, "Engine specs").
-VLLM_ENV = {
-    "VLLM_CPU_KVCACHE_SPACE": "1",
-    "HF_HUB_OFFLINE": "1",
-    "VLLM_NO_USAGE_STATS": "1",
-    "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
-    "TRANSFORMERS_OFFLINE": "1",
-}
+# The environment every vLLM CPU engine run gets (see docs/guides/repeat-diverge.md, "Engine
+# specs"); one definition, shared with the selftest's vLLM rows.
+VLLM_ENV = SELFTEST_VLLM_ENV
 
 
 def vllm_python() -> Path:

@@ -57,9 +57,9 @@ def test_every_row_ran_and_no_missed_cause_or_noise(matrix):
 
 
 def test_known_effects_were_measured_and_named(matrix):
+    # under the probe's keys: it is the one reader of runtime facts, whoever wrote the program
     r = rows(matrix)
     assert {"logits", "hidden"} <= set(r["attention"]["outputs_changed"])
-    # the probe's keys (the workload runs as a user's program under prov exec)
     assert "runtime.transformers.models.0.attn_implementation" in r["attention"]["keys"]
     assert {"logits", "matmul"} <= set(r["dtype"]["outputs_changed"])
     assert "runtime.transformers.models.0.dtype" in r["dtype"]["keys"]

@@ -7,7 +7,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from provenance.selftest.fixtures import swap_safetensors
 from tests.exec_support import last_run, prov
+
+__all__ = ["compare", "exec_run", "keys_under", "swap_safetensors"]
 
 
 def exec_run(penv: dict[str, str], cwd: Path, *argv: str, timeout: float = 300,
@@ -22,20 +25,6 @@ def compare(penv: dict[str, str], a: dict, b: dict, *vary: str) -> tuple[int, di
     flags = [x for v in vary for x in ("--vary", v)]
     p = prov("compare", a["run_id"], b["run_id"], *flags, "--json", env=penv)
     return p.returncode, json.loads(p.stdout)["refused"]
-
-
-def swap_safetensors(path: Path, scale: float = -1.0) -> None:
-    """Other weights under the same file name: every tensor scaled, shapes, dtypes and
-    metadata kept, so the file keeps its size (and directory and name)."""
-    from safetensors import safe_open
-    from safetensors.torch import save_file
-
-    with safe_open(str(path), framework="pt") as f:
-        meta = f.metadata()
-        tensors = {k: f.get_tensor(k) * scale + 0.01 for k in f.keys()}  # noqa: SIM118
-    size = path.stat().st_size
-    save_file(tensors, str(path), metadata=meta)
-    assert path.stat().st_size == size
 
 
 def keys_under(refused: dict, *prefixes: str) -> list[str]:
