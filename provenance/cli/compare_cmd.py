@@ -26,6 +26,9 @@ def _render(result, a, b, con) -> None:
     if result.not_loaded:
         render_changes(f"not loaded (no process of either run imported them): "
                        f"{len(result.not_loaded)}", result.not_loaded, con)
+    if result.one_run:
+        render_changes(f"imported by one run only (that version installed on both sides, "
+                       f"unedited): {len(result.one_run)}", result.one_run, con)
     for spec in result.unused:
         con.print(f"[yellow]note[/yellow]: --vary {spec} covers no difference")
 

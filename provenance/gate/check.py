@@ -6,6 +6,8 @@ sorts every differing key into exactly one bucket:
 - *ignored*: covered by an always-ignored pattern (built in, or `[tool.prov] ignore`);
 - *not loaded*: a package difference no process of either run imported, when both runs
   were probed to the end (loaded.py): listed, not blocking;
+- *imported by one run*: a distribution only one run's processes imported, installed in
+  that version on both sides and seen unedited (loaded.py): listed, not blocking;
 - *refused*: anything else. One refused key refuses the comparison.
 Nothing is waived silently: varied and ignored keys are both written into the record.
 The libraries both runs loaded are compared beside the manifests (libraries.py).
@@ -18,7 +20,7 @@ from typing import Any
 
 from provenance.gate.config import GateConfig
 from provenance.gate.libraries import with_library_changes
-from provenance.gate.loaded import loaded_packages
+from provenance.gate.loaded import imported_by_one_run, loaded_packages
 from provenance.gate.loaded import not_loaded as is_not_loaded
 from provenance.gate.patterns import covers_parts, parse_pattern
 from provenance.model import LeafKind, Manifest, split_key
@@ -35,6 +37,7 @@ class GateResult:
     patterns: dict[str, tuple[str, ...]]
     identical: bool = False  # same identity digest and the same common libraries
     not_loaded: list[Change] = field(default_factory=list)  # packages no process imported
+    one_run: list[Change] = field(default_factory=list)  # imported by one run's processes
 
     @property
     def ok(self) -> bool:
@@ -55,6 +58,7 @@ class GateResult:
             "ignored": values(self.ignored),
             "refused": values(self.refused),
             "not_loaded": values(self.not_loaded),
+            "imported_by_one_run": values(self.one_run),
             "unused_vary": self.unused,
         }
 
@@ -72,6 +76,7 @@ def gate(a: Manifest, b: Manifest, vary: list[str], config: GateConfig | None = 
     ignored: list[Change] = []
     refused: list[Change] = []
     not_loaded: list[Change] = []
+    one_run: list[Change] = []
     loaded = loaded_packages(a, b)
     for change in d.of_kind(LeafKind.IDENTITY):
         key = tuple(split_key(change.key))
@@ -83,9 +88,12 @@ def gate(a: Manifest, b: Manifest, vary: list[str], config: GateConfig | None = 
             ignored.append(change)
         elif is_not_loaded(key, loaded):
             not_loaded.append(change)
+        elif imported_by_one_run(change, a, b):
+            one_run.append(change)
         else:
             refused.append(change)
     unused = [s for s, changes in varied.items() if not changes]
     return GateResult(d, varied, ignored, refused, unused, patterns,
-                      identical=d.identical and not libs_differ, not_loaded=not_loaded)
+                      identical=d.identical and not libs_differ, not_loaded=not_loaded,
+                      one_run=one_run)
 
