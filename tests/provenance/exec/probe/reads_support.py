@@ -38,5 +38,13 @@ def swap_safetensors(path: Path, scale: float = -1.0) -> None:
     assert path.stat().st_size == size
 
 
+def cold_caches(tmp_path: Path) -> dict[str, str]:
+    """vLLM's and torch inductor's compile caches for one test alone: its first run
+    compiles (with helper processes that exist on a cold cache only), the next find the
+    cache warm; whatever the machine's shared caches hold."""
+    return {"VLLM_CACHE_ROOT": str(tmp_path / "vllm-cache"),
+            "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor-cache")}
+
+
 def keys_under(refused: dict, *prefixes: str) -> list[str]:
     return [k for k in refused if k.startswith(prefixes)]
