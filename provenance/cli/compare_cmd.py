@@ -82,6 +82,9 @@ def _render(c, con) -> None:
     if result.one_side:
         render_changes(f"one side only (a library one run mapped is no difference): "
                        f"{len(result.one_side)}", result.one_side, con)
+    if result.one_run:
+        render_changes(f"imported by one run only (that version installed on both sides, "
+                       f"unedited): {len(result.one_run)}", result.one_run, con)
     for spec in result.unused:
         con.print(f"[yellow]note[/yellow]: --vary {spec} covers no difference")
     render_outputs(c, con)

@@ -10,6 +10,8 @@ sorts every differing key into exactly one bucket:
   were probed to the end (loaded.py): listed, not blocking;
 - *one side only*: a `runtime.libs.<name>` key of a library only one run mapped: a library
   seen on one side is no difference (as for `libs.*`, libraries.py): listed, not blocking;
+- *imported by one run*: a distribution only one run's processes imported, installed in
+  that version on both sides and seen unedited (loaded.py): listed, not blocking;
 - *refused*: anything else. One refused key refuses the comparison.
 Nothing is waived silently: every bucket but refused is written into the record.
 The libraries both runs loaded are compared beside the manifests (libraries.py).
@@ -24,7 +26,7 @@ from provenance.gate.config import GateConfig
 from provenance.gate.declared import Declared
 from provenance.gate.follows import Context, Owners, is_jit, one_side_library
 from provenance.gate.libraries import with_library_changes
-from provenance.gate.loaded import loaded_packages
+from provenance.gate.loaded import imported_by_one_run, loaded_packages
 from provenance.gate.loaded import not_loaded as is_not_loaded
 from provenance.gate.patterns import covers_parts, parse_pattern
 from provenance.model import LeafKind, Manifest, split_key
@@ -53,6 +55,7 @@ class GateResult:
     # --vary spec -> derived pattern -> the key it follows from (those that covered a key)
     follows: dict[str, dict[str, str]] = field(default_factory=dict)
     context: Context | None = field(default=None, repr=False, compare=False)
+    one_run: list[Change] = field(default_factory=list)  # imported by one run's processes
 
     @property
     def ok(self) -> bool:
@@ -72,6 +75,7 @@ class GateResult:
             "refused": _values(self.refused),
             "not_loaded": _values(self.not_loaded),
             "one_side": _values(self.one_side),
+            "imported_by_one_run": _values(self.one_run),
             "unused_vary": self.unused,
         }
 
@@ -89,6 +93,7 @@ class _Sorter:
     ignored: list[Change] = field(default_factory=list)
     not_loaded: list[Change] = field(default_factory=list)
     one_side: list[Change] = field(default_factory=list)
+    one_run: list[Change] = field(default_factory=list)
     refused: list[Change] = field(default_factory=list)
 
     def _vary(self, spec: str, change: Change, via: tuple[str, str] | None = None) -> None:
@@ -122,6 +127,8 @@ class _Sorter:
             self.not_loaded.append(change)
         elif one_side_library(key, self.ctx.a, self.ctx.b):
             self.one_side.append(change)
+        elif imported_by_one_run(change, self.ctx.a, self.ctx.b):
+            self.one_run.append(change)
         else:
             self.refused.append(change)
 
@@ -154,4 +161,4 @@ def gate(a: Manifest, b: Manifest, vary: list[str], config: GateConfig | None = 
     s.ignored.sort(key=_key)
     return GateResult(d, varied, s.ignored, s.refused, unused, patterns,
                       identical=d.identical and not libs_differ, not_loaded=s.not_loaded,
-                      one_side=s.one_side, follows=s.follows, context=ctx)
+                      one_side=s.one_side, one_run=s.one_run, follows=s.follows, context=ctx)

@@ -1,15 +1,24 @@
-"""Packages no process loaded: a difference the in-process probe shows cannot matter.
+"""Packages no process loaded, or one run's processes only: differences the in-process
+probe shows cannot matter.
 
 The probe (provenance/exec/probe) records under `code.modules` every distribution some
 process of a run imported, and `probe.complete` when every probed process was seen to its
 exit. When both runs are complete, a `python.packages.<name>` difference for a <name>
 neither run imported is "not loaded": listed, not blocking. Otherwise it blocks as any
 identity difference does (a process killed before exit may have imported anything).
+
+A distribution imported by one run only (`code.modules.<name>.version` on one side: a
+helper process that exists on a cold compile cache only imported it) is "imported by one
+run": listed, not blocking, when both runs' environments hold that very version
+(`python.packages.<name>.version`, the snapshot) and none of its imported files was seen
+edited. Which modules a helper happened to import is not an environment difference; a
+version or an edit that differs still refuses, under its own key.
 """
 
 from __future__ import annotations
 
-from provenance.model import Manifest
+from provenance.model import Manifest, join_key, split_key
+from provenance.model.diff import Change
 
 
 def loaded_packages(a: Manifest, b: Manifest) -> set[str] | None:
@@ -22,3 +31,18 @@ def loaded_packages(a: Manifest, b: Manifest) -> set[str] | None:
 def not_loaded(key: tuple[str, ...], loaded: set[str] | None) -> bool:
     return (loaded is not None and len(key) > 2 and key[:2] == ("python", "packages")
             and key[2] not in loaded)
+
+
+def imported_by_one_run(change: Change, a: Manifest, b: Manifest) -> bool:
+    """`code.modules.<dist>.version` on one side only, that version of <dist> installed on
+    both sides, no file of it seen edited."""
+    key = split_key(change.key)
+    if len(key) != 4 or key[:2] != ["code", "modules"] or key[3] != "version":
+        return False
+    if change.change == "changed":
+        return False
+    present, version = (a, change.a) if change.change == "removed" else (b, change.b)
+    if present.get(join_key(["code", "modules", key[2], "edited"])):
+        return False
+    installed = join_key(["python", "packages", key[2], "version"])
+    return version is not None and a.get(installed) == version == b.get(installed)

@@ -7,10 +7,18 @@
   unset is left out: a run where it is set has the key and the other not, which refuses as
   well; and libraries look up dozens of unset names on some code paths only (transformers'
   `TRANSFORMERS_SDPA_FORCE_GQA` under sdpa alone), which must not differ two runs in one
-  environment.
-- `runtime.process_env.<NAME>`: a variable whose value at some process's start differs
-  from what prov gave the command (a child started, or a script re-executed with
-  `os.execve`, with another `PYTHONHASHSEED`): the distinct values those processes had.
+  environment. What the run set itself is no input from its environment: a name the
+  process set before reading it is not noted (the probe's `reads`), and a process started
+  by a probed one (a `child`, a fork or spawn child, vLLM's engine core) counts a read only
+  where its value is the command's: another value was put there by its parent, whose code,
+  inputs and reads are in the record. Such a child exists on some runs only (torch's
+  compile workers, on a cold compile cache alone, read the `LD_LIBRARY_PATH` and
+  `TORCHINDUCTOR_COMPILE_THREADS` vLLM set): counting it made identical runs differ.
+- `runtime.process_env.<NAME>`: a variable whose value at the start of a process no probed
+  process started (the command, a script re-executed with `os.execve` with another
+  `PYTHONHASHSEED`) differs from what prov gave the command: the distinct values those
+  processes had. The same for the processes the run started is `probe.child_env.<NAME>`
+  (context: their parent's doing, as above).
 
 prov's own per-run variables (`PROV_*`) are left out of both. Secrets are hidden by the
 caller (`redact_tree` over all probe facts, keyed by the store: two tokens still differ).
@@ -57,25 +65,34 @@ def _one(values: set[str]) -> str | list[str]:
     return next(iter(values)) if len(values) == 1 else sorted(values)
 
 
-def env_read_facts(processes: list[Process]) -> dict[str, Any]:
+def started_by_the_run(processes: list[Process]) -> set[int]:
+    """The pids of the processes a probed process started (forked, spawned, or ran as a
+    child): their environment at start is their parent's doing."""
+    pids = {p.pid for p in processes}
+    return {p.pid for p in processes if p.forked_from is not None or p.ppid in pids}
+
+
+def env_read_facts(processes: list[Process],
+                   command_env: Mapping[str, str] | None = None) -> dict[str, Any]:
     """`env.<NAME>` for every variable a process read that was set at its start, with
-    that value."""
+    that value; in a process the run started, only where the value is the command's."""
     seen: dict[str, set[str]] = {}
+    children = started_by_the_run(processes)
     for p in processes:
         if p.environ is None:
             continue
         for name in p.env_read:
-            if not _ours(name) and name in p.environ:
-                seen.setdefault(name, set()).add(p.environ[name])
+            if _ours(name) or name not in p.environ:
+                continue
+            value = p.environ[name]
+            if (command_env is not None and p.pid in children
+                    and value != command_env.get(name)):
+                continue  # set by its parent, not read from the run's environment
+            seen.setdefault(name, set()).add(value)
     return {name: _one(values) for name, values in sorted(seen.items())}
 
 
-def process_env_facts(processes: list[Process],
-                      command_env: Mapping[str, str] | None) -> dict[str, Any]:
-    """`runtime.process_env.<NAME>`: the values, at a process's start, that differ from
-    the command's environment; {} without a reference (a run not started by prov)."""
-    if command_env is None:
-        return {}
+def _differing(processes: list[Process], command_env: Mapping[str, str]) -> dict[str, Any]:
     seen: dict[str, set[str]] = {}
     for p in processes:
         if p.environ is None:
@@ -85,3 +102,23 @@ def process_env_facts(processes: list[Process],
             if not _ours(name) and value != command_env.get(name, UNSET):
                 seen.setdefault(name, set()).add(value)
     return {name: _one(values) for name, values in sorted(seen.items())}
+
+
+def process_env_facts(processes: list[Process],
+                      command_env: Mapping[str, str] | None) -> dict[str, Any]:
+    """`runtime.process_env.<NAME>`: the values, at the start of a process the run did not
+    start itself, that differ from the command's environment; {} without a reference (a
+    run not started by prov)."""
+    if command_env is None:
+        return {}
+    children = started_by_the_run(processes)
+    return _differing([p for p in processes if p.pid not in children], command_env)
+
+
+def child_env_facts(processes: list[Process],
+                    command_env: Mapping[str, str] | None) -> dict[str, Any]:
+    """`probe.child_env.<NAME>`: the same for the processes the run started (context)."""
+    if command_env is None:
+        return {}
+    children = started_by_the_run(processes)
+    return _differing([p for p in processes if p.pid in children], command_env)

@@ -12,8 +12,9 @@ returns facts sections to merge into the run's manifest:
 - `runtime.libs.<soname>.*` and `probe.libraries.*` (see `libs`);
 - `runtime.transformers.*` (see `engines`) and `model.files.<relpath>.*` (`model_files`);
 - `inputs.files.<name>.*`: the other files the run read, by content (`inputs`);
-- `env.<NAME>` (variables the processes read) and `runtime.process_env.<NAME>` (a
-  process's environment at start differing from the command's), see `envread`.
+- `env.<NAME>` (variables the processes read), `runtime.process_env.<NAME>` (a
+  process's environment at start differing from the command's) and `probe.child_env`
+  (the same for the processes the run started), see `envread`.
 """
 
 from __future__ import annotations
@@ -159,7 +160,7 @@ def read_facts(run_dir: Path, processes: list[Process], main: Process | None,
     """`model.files`, `inputs.files` and `env`: what the processes read, by content; and
     the paths read (files and the model directories), which a command line names as
     `<input>`."""
-    from provenance.exec.probe.envread import env_read_facts
+    from provenance.exec.probe.envread import env_read_facts, read_command_env
     from provenance.exec.probe.inputs import files_read, input_file_facts, rule_for
     from provenance.exec.probe.model_files import directories, model_file_facts, split_model_files
 
@@ -173,7 +174,7 @@ def read_facts(run_dir: Path, processes: list[Process], main: Process | None,
     inputs = input_file_facts(other, cwd, hasher)
     if inputs:
         out["inputs"] = {"files": inputs}
-    env = env_read_facts(processes)
+    env = env_read_facts(processes, read_command_env(run_dir / "probe"))
     if env:
         out["env"] = env
     return out, [*read, *directories(processes)]
@@ -189,7 +190,11 @@ def collect(run_dir: str | Path, command: Sequence[str] | None = None,
     by what they are (`probe/argv.py`)."""
     from provenance.exec.probe.code import command_facts, module_facts, script_facts
     from provenance.exec.probe.engines import transformers_facts, vllm_facts
-    from provenance.exec.probe.envread import process_env_facts, read_command_env
+    from provenance.exec.probe.envread import (
+        child_env_facts,
+        process_env_facts,
+        read_command_env,
+    )
     from provenance.exec.probe.hashing import file_hasher
     from provenance.exec.probe.installed import Installed
     from provenance.exec.probe.libs import library_facts
@@ -221,9 +226,13 @@ def collect(run_dir: str | Path, command: Sequence[str] | None = None,
             if found:
                 runtime[engine] = found
         facts.update(what_read)
-        process_env = process_env_facts(on, read_command_env(run_dir / "probe"))
+        command_env = read_command_env(run_dir / "probe")
+        process_env = process_env_facts(on, command_env)
         if process_env:
             runtime["process_env"] = process_env
+        child_env = child_env_facts(on, command_env)
+        if child_env:
+            probe["child_env"] = child_env
         libs, notes = library_facts(on, installed)
         if libs:
             runtime["libs"] = libs

@@ -10,7 +10,7 @@ from pathlib import Path
 from provenance.selftest.fixtures import swap_safetensors
 from tests.exec_support import last_run, prov
 
-__all__ = ["compare", "exec_run", "keys_under", "swap_safetensors"]
+__all__ = ["cold_caches", "compare", "exec_run", "keys_under", "swap_safetensors"]
 
 
 def exec_run(penv: dict[str, str], cwd: Path, *argv: str, timeout: float = 300,
@@ -25,6 +25,14 @@ def compare(penv: dict[str, str], a: dict, b: dict, *vary: str) -> tuple[int, di
     flags = [x for v in vary for x in ("--vary", v)]
     p = prov("compare", a["run_id"], b["run_id"], *flags, "--json", env=penv)
     return p.returncode, json.loads(p.stdout)["refused"]
+
+
+def cold_caches(tmp_path: Path) -> dict[str, str]:
+    """vLLM's and torch inductor's compile caches for one test alone: its first run
+    compiles (with helper processes that exist on a cold cache only), the next find the
+    cache warm; whatever the machine's shared caches hold."""
+    return {"VLLM_CACHE_ROOT": str(tmp_path / "vllm-cache"),
+            "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor-cache")}
 
 
 def keys_under(refused: dict, *prefixes: str) -> list[str]:

@@ -94,3 +94,29 @@ def test_a_package_no_process_imported_is_not_loaded_and_does_not_block(penv, tm
     doc = json.loads(p.stdout)
     assert p.returncode == 3 and "python.packages.unuseddep.version" in doc["refused"]
     assert doc["not_loaded"] == {}
+
+
+COLD_HELPER = """
+import os, subprocess, sys
+cold = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cold")
+if os.path.exists(cold):  # a cache miss: a helper that imports one more package
+    os.remove(cold)
+    subprocess.run([sys.executable, "-c", "import tinydep"], check=True)
+"""
+
+
+def test_a_package_only_one_run_s_helper_imported_is_listed_not_refused(penv, tmp_path):
+    site, env = site_env(penv, tmp_path)
+    pip_install(build_wheel(tmp_path, "tinydep", "1.0", DEP), site)
+    (tmp_path / "helped.py").write_text(COLD_HELPER)
+    (tmp_path / "cold").write_text("")
+    a = exec_json(env, PYTHON, str(tmp_path / "helped.py"))
+    b = exec_json(env, PYTHON, str(tmp_path / "helped.py"))
+    assert "tinydep" in a["facts"]["code"]["modules"]
+    assert "tinydep" not in b["facts"]["code"]["modules"]
+    p = prov("compare", a["run_id"], b["run_id"], "--json", env=env)
+    doc = json.loads(p.stdout)
+    assert p.returncode == 0 and doc["refused"] == {}, doc["refused"]
+    assert list(doc["imported_by_one_run"]) == ["code.modules.tinydep.version"]
+    human = prov("compare", a["run_id"], b["run_id"], env=env).stdout.decode()
+    assert "imported by one run only" in human and "tinydep" in human

@@ -8,6 +8,9 @@ What is caught, and when the file is written:
   flags by the reader the snapshot shares, `torch_state`; and torch's sdpa is wrapped to
   note the kernel it chooses, `torch_sdpa`);
 - at fork (`os.register_at_fork`): the child gets its own file, maps included;
+- when a vLLM model runner has its KV cache (the engine is ready to serve): its facts,
+  imported modules and mapped libraries (a server's engine core is force-killed on
+  shutdown, and would otherwise leave neither);
 - at exit through `atexit` and through `os._exit` (wrapped: multiprocessing's forked
   children end that way): torch flags, imported modules, mapped libraries, engine facts.
 Not caught: SIGKILL, a fatal signal, or a C-level `_exit()`; the last update stays (each is
@@ -189,6 +192,12 @@ class Probe:
         self.guarded("exit maps", self._read_maps)
         self.guarded("exit script", self._main_file)
         self.save("exit")
+
+    def note_loaded(self):
+        """What the process imported and mapped up to now, for a process that may be
+        killed before its exit (written at exit again, whole)."""
+        self.guarded("modules", self._read_modules)
+        self.guarded("maps", self._read_maps)
 
     def _read_maps(self):
         from .maps import mapped_files

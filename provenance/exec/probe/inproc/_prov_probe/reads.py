@@ -12,9 +12,12 @@ invisible: prov lists the model directories a load named instead.
 Environment: `os.environ` (and `os.environb`) get a subclass of `os._Environ` whose
 `__getitem__` notes the name (os.getenv, `.get`, `in` and `[...]` all go through it). A
 bulk copy is no read: `dict(os.environ)`, `.copy()`, `.items()`, `.values()` and iteration
-read each name right after `__iter__` yielded it, and such a read is not noted. The values
-are those of the environment at start (`environ`), recorded whole: a child started or
-re-executed with other values is seen. Reads by C code (libc `getenv`) are not seen.
+read each name right after `__iter__` yielded it, and such a read is not noted. Nor is a
+read of a name the process set or deleted itself first (`os.environ[...] = `, `update`,
+`del`, `pop`): the value is the program's own, not its environment's (vLLM and torch set
+variables at import and read them later). The values are those of the environment at
+start (`environ`), recorded whole: a child started or re-executed with other values is
+seen. Reads by C code (libc `getenv`) are not seen.
 Python 3.8+, standard library only.
 """
 
@@ -32,6 +35,7 @@ class Reads:
         self.read = set()
         self.written = set()
         self.env_names = set()
+        self.env_own = set()  # names this process set or deleted itself
         self.cwd = None
         self.on_exec = None
         self.local = _thread._local()  # .quiet: the probe's own work in this thread
@@ -40,7 +44,7 @@ class Reads:
     def after_fork(self):
         """A forked child is a new process: its reads start empty, its environment is the
         parent's as it was at the fork."""
-        self.read, self.written, self.env_names = set(), set(), set()
+        self.read, self.written, self.env_names, self.env_own = set(), set(), set(), set()
         self.environ = environ_now()
 
     def facts(self):
@@ -131,18 +135,37 @@ def watch_environ(reads):
                 else:
                     if pending:
                         del pending[:]
-                    if not getattr(reads.local, "quiet", 0):
-                        reads.env_names.add(os.fsdecode(key) if isinstance(key, bytes)
-                                            else str(key))
+                    name = _name(key)
+                    if not getattr(reads.local, "quiet", 0) and name not in reads.env_own:
+                        reads.env_names.add(name)
             except Exception:
                 pass
             return os._Environ.__getitem__(self, key)
+
+        def __setitem__(self, key, value):
+            os._Environ.__setitem__(self, key, value)
+            _own(key)
+
+        def __delitem__(self, key):
+            os._Environ.__delitem__(self, key)
+            _own(key)
+
+    def _own(key):
+        try:
+            if not getattr(reads.local, "quiet", 0):
+                reads.env_own.add(_name(key))
+        except Exception:
+            pass
 
     _Environ.__module__ = "os"
     _Environ.__qualname__ = "_Environ"
     for mapping in (os.environ, getattr(os, "environb", None)):
         if mapping is not None and type(mapping) is os._Environ:
             mapping.__class__ = _Environ
+
+
+def _name(key):
+    return os.fsdecode(key) if isinstance(key, bytes) else str(key)
 
 
 def wrap_safe_open(probe, module):

@@ -265,5 +265,8 @@ class Watcher:
                 "envs": vllm_envs()}
 
     def save(self):
+        """The engine is ready to serve: its facts, and what it imported and mapped so far
+        (a server's engine core is force-killed by its parent on shutdown: no exit seen)."""
         self.probe.record.facts["vllm"] = self.facts()
+        self.probe.note_loaded()
         self.probe.save("vllm kv cache")
