@@ -36,7 +36,7 @@ def test_gate_passes_declared_backend_and_records_it(demo_model, tmp_path):
     doc = json.loads((tmp_path / "res" / "result.json").read_text())
     cmp_ = doc["comparison"]
     assert cmp_["gate"] == "passed"
-    assert "runtime.transformers.attention_backend.resolved" in \
+    assert "runtime.transformers.models.0.attn_implementation" in \
         cmp_["varied_keys"]["attention-backend"]
     store = open_store(tmp_path / "store")
     assert store.list_comparisons()[0]["object"] == cmp_["comparison_record"]

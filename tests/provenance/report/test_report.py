@@ -56,7 +56,7 @@ def test_real_divergence_report(real_diverge, tmp_path):
     assert "decoded with the tokenizer of" in html
     # the comparison record's declared variable and the keys it covered
     assert "--vary attention-backend" in html
-    assert "runtime.transformers.attention_backend.resolved" in html
+    assert "runtime.transformers.models.0.attn_implementation" in html
     # the layer x block heatmap from the two workers' digests: embeddings agree, logits not
     heat = data["heatmap"]
     assert heat["layers"][0] == "hidden.0" and heat["layers"][-1] == "logits"

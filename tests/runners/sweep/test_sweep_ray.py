@@ -108,7 +108,7 @@ def test_heterogeneous_node_is_flagged(cluster, demo_model, tmp_path):
         assert "summary" not in cells[label]  # kept out of the comparison
     sdpa = cells["attn=sdpa,dtype=float32"]
     assert sdpa["gate"]["gate"] == "passed", sdpa["gate"]
-    assert any(k.startswith("runtime.transformers.attention_backend")
+    assert any(k.startswith("runtime.transformers.models.0.attn_implementation")
                for k in sdpa["gate"]["varied_keys"])
     assert sdpa["summary"]["top1_agreement"] == 1.0
     assert sdpa["summary"]["kl_ref_cand_mean"] < 1e-9
