@@ -24,7 +24,7 @@ def test_gate_refuses_undeclared_backend_difference(demo_model, tmp_path):
     assert p.returncode == 3, p.stderr
     last = p.stderr.strip().splitlines()[-1]
     assert last.startswith("prov: error: refused:")
-    assert "runtime.transformers" in last and "code.args (1)" in last, last
+    assert "runtime.transformers.models.0.attn_implementation" in last and "code.args.attn" in last, last
     assert not (tmp_path / "res").exists()  # no figure without the gate
 
 
@@ -44,7 +44,7 @@ def test_gate_passes_declared_backend_and_records_it(demo_model, tmp_path):
     for role, want in (("reference", "eager"), ("candidate", "sdpa")):
         info = store.get_run(doc["runs"][role])
         facts = store.run_manifest(info.record).facts
-        assert facts["runtime"]["transformers"]["attention_backend"]["resolved"] == want
+        assert facts["runtime"]["transformers"]["models"]["0"]["attn_implementation"] == want
     # the printed figures are those of an independent computation on the stored logits
     with np.load(tmp_path / "work" / "ref" / "scores.npz") as a, \
             np.load(tmp_path / "work" / "cand" / "scores.npz") as b:
@@ -59,9 +59,9 @@ def test_gate_refuses_a_second_difference_and_says_what(demo_model, tmp_path):
                  "--cand", "transformers:attn=sdpa,dtype=bfloat16", "--vary", "attention-backend")
     assert p.returncode == 3
     last = p.stderr.strip().splitlines()[-1]
-    assert "runtime.transformers.dtype.resolved" in last
+    assert "runtime.transformers.models.0.dtype" in last
     assert "attention_backend" not in last  # that one was declared
-    assert "runtime.transformers.dtype.resolved" in p.stderr  # the table too
+    assert "runtime.transformers.models.0.dtype" in p.stderr  # the table too
 
 
 def test_bad_input_is_one_line(demo_model, tmp_path):
