@@ -45,6 +45,7 @@ from provenance.exec.record import (
     start_run,
     started_record,
 )
+from provenance.exec.serving import bind_client
 from provenance.exec.watch import watch
 from provenance.model.errors import ProvError
 from provenance.model.redact import redact_diff, redact_tree, store_key
@@ -84,6 +85,7 @@ class _Run:
     run_dir: Path
     env_extra: Mapping[str, str] | None
     t0: float
+    server: str | None = None  # `--server URL`: the server run to bind to (exec/serving)
 
 
 def run_supervised(
@@ -98,12 +100,14 @@ def run_supervised(
     params: Mapping[str, Any] | None = None,
     cwd: str | Path | None = None,
     sample_libraries: bool = True,
+    server: str | None = None,
 ) -> RunResult:
     """Run `argv` as a recorded run; returns its id, exit status and final record digest.
 
     `tags` are free labels (context); `params` are the run's declared parameters, stored
     under `run.params` of its manifest where the gate presets look for them. With
-    `stream=False` the output goes only into the store.
+    `stream=False` the output goes only into the store. `server`: the URL of a server run on
+    another machine to bind the run to (one on this machine is found without it).
     """
     if not argv:
         raise ProvError("no command given (usage: prov exec [OPTIONS] -- CMD ARGS...)")
@@ -128,7 +132,8 @@ def run_supervised(
     run_dir = store.run_dir(record.run_id)
     run_dir.mkdir(parents=True, exist_ok=True)
     started = start_run(store, record, snap, git_diff)
-    run = _Run(store, record, started, argv, snap, python, workdir, run_dir, env_extra, t0)
+    run = _Run(store, record, started, argv, snap, python, workdir, run_dir, env_extra, t0,
+               server)
     try:
         return _execute(run, outputs, stream, sample_libraries)
     except BaseException as exc:
@@ -247,6 +252,8 @@ def _finish(run: _Run, final: RunRecord, outputs: Sequence[str | Path],
     probe_facts = probe.collect(run.run_dir, run.argv,  # consumes run_dir/probe
                                 [run.workdir / p for p in outputs], run.workdir)
     probe.merge_into(facts, redact_tree(probe_facts, key), warnings)
+    if served := bind_client(run.run_dir, run.store, warnings, run.server):
+        facts["server"] = served  # the server runs it talked to (exec/serving)
     run_files = ingest_run_dir(run.run_dir, run.store)
     if section := run_section(run.record):
         facts["run"] = section
