@@ -121,8 +121,8 @@ def _run_dir_leftovers(store, grace_s: float, now: float, out: Leftovers) -> Non
     for d in sorted(store.runs_dir.iterdir()):
         state = states.get(d.name)
         size = _tree_size(d) if d.is_dir() else d.lstat().st_size
-        if state == "running":
-            out.kept.append(Leftover(str(d), size, "run directory of a running run"))
+        if state in ("running", "serving"):
+            out.kept.append(Leftover(str(d), size, f"run directory of a {state} run"))
         elif state is not None:
             out.run_dirs.append(Leftover(str(d), size, f"run directory of a {state} run"))
         elif _age_s(d, now) >= grace_s:
