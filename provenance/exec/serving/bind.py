@@ -5,13 +5,16 @@ The server-side probe wrote one line per exchange into `<run dir>/server/<id>.js
 adds the server that URL names. Each server run is opened in its store and its manifest
 taken as the store gives it (`store.run_manifest`: the live one of a server still serving);
 its identity keys become the client's `server.*` (identity.py), beside context: the run
-id(s), store, state, manifest digest, URL and the exchange count. The exchanges, receipts
-completed with the digest they were bound to, go to `server/exchanges.json`, stored with
-the run's other files (bodies by digest only).
+id(s), store, state, manifest digest, URL and the exchange count. Each receipt gets the
+manifest digest the server run's record held when its request came (the record chain:
+started, live updates, final); a digest that changed between exchanges is a warning. The
+exchanges go to `server/exchanges.json`, stored with the run's other files (bodies by
+digest only).
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,8 +24,8 @@ from provenance.exec.serving.identity import identity_of, merged_identity
 from provenance.exec.serving.lines import FORMAT, ServerLines, read_servers
 from provenance.model import Manifest
 from provenance.model.errors import ProvError
-from provenance.model.manifest import canonical_json, sha256_digest
-from provenance.store import Store, open_store
+from provenance.model.manifest import canonical_json
+from provenance.store import RunRecord, Store, open_store
 
 EXCHANGES_FILE = "server/exchanges.json"
 EXCHANGES_KIND = "prov-exchanges/1"
@@ -39,6 +42,7 @@ class Bound:
     state: str | None = None
     url: str | None = None
     lines: list[dict[str, Any]] = field(default_factory=list)
+    history: list[tuple[float, str]] = field(default_factory=list)  # (since, digest)
 
 
 def _open(path: str | None, own: Store) -> Store:
@@ -57,6 +61,41 @@ def _read_server(b: Bound, own: Store, warnings: list[str]) -> None:
                         "bound by run id only")
         return
     b.identity, b.digest, b.state = identity_of(manifest), manifest.digest(), info.state
+    b.history = _digest_history(store, info.record)
+
+
+def _epoch(iso: Any) -> float | None:
+    try:
+        return dt.datetime.fromisoformat(str(iso).replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def _digest_history(store: Store, record: RunRecord) -> list[tuple[float, str]]:
+    """(from when, manifest digest) of each record of the run, oldest first: the started
+    record, its live updates (exec/live.py), the final one."""
+    out: list[tuple[float, str]] = []
+    rec: RunRecord | None = record
+    for _ in range(10000):  # a chain is short; a cycle in a damaged store is not followed
+        if rec is None:
+            break
+        when = (rec.live or {}).get("updated_at") if rec.state == "started" else rec.ended_at
+        t = _epoch(when or rec.started_at)
+        if t is not None:
+            out.append((t, rec.manifest_digest))
+        rec = store.get_record(rec.previous) if rec.previous else None
+    return sorted(out)
+
+
+def digest_at(history: list[tuple[float, str]], t: Any) -> str | None:
+    """The manifest digest a server run's record held at time `t` (epoch seconds)."""
+    if not isinstance(t, (int, float)):
+        return None
+    found = None
+    for since, digest in history:
+        if since <= t:
+            found = digest
+    return found or (history[0][1] if history else None)
 
 
 def _from_remote(doc: dict[str, Any], own: Store, warnings: list[str]) -> Bound:
@@ -65,9 +104,13 @@ def _from_remote(doc: dict[str, Any], own: Store, warnings: list[str]) -> Bound:
     here = b.store is not None and Path(b.store).is_dir()
     if here:  # the server's store is readable from here (one machine, a shared disk)
         _read_server(b, own, [])
-    if b.identity is None and isinstance(doc.get("identity"), dict):
-        b.identity = Manifest(doc["identity"]).identity_tree()
-        b.digest = doc.get("manifest_digest") or sha256_digest(canonical_json(b.identity))
+    if b.identity is None and isinstance(doc.get("manifest"), dict):
+        try:  # the server's manifest document, its identity by this prov's table
+            manifest = Manifest.from_document(doc["manifest"], origin=b.url, verify=False)
+            b.identity, b.digest = identity_of(manifest), manifest.digest()
+            b.state = doc.get("state") if isinstance(doc.get("state"), str) else None
+        except ProvError as exc:
+            warnings.append(f"--server {b.url}: its manifest is unreadable ({exc})")
     if b.identity is None:
         digest = doc.get("manifest_digest")
         warnings.append(f"--server {b.url}: the server gave its run id but no identity; "
@@ -95,8 +138,7 @@ def _bound(servers: list[ServerLines], remote: dict[str, Any] | None, own: Store
 
 
 def _changed_digests(b: Bound, warnings: list[str]) -> None:
-    seen = [ln["receipt"].get("server_manifest_digest") for ln in b.lines
-            if isinstance(ln.get("receipt"), dict)]
+    seen = [digest_at(b.history, ln.get("started_at")) for ln in b.lines]
     distinct = list(dict.fromkeys(d for d in seen if d))
     if len(distinct) > 1:
         warnings.append(f"server run {b.run_id}: its manifest changed between exchanges "
@@ -122,9 +164,9 @@ def _exchanges_doc(bound: list[Bound]) -> dict[str, Any]:
     for b in bound:
         for ln in b.lines:
             receipt = ln.get("receipt") if isinstance(ln.get("receipt"), dict) else {}
-            if not receipt.get("server_manifest_digest") and b.digest:
-                receipt = {**receipt, "server_manifest_digest": b.digest,
-                           "manifest_digest_from": "bind"}
+            if not receipt.get("server_manifest_digest"):
+                at = digest_at(b.history, ln.get("started_at")) or b.digest
+                receipt = {**receipt, "server_manifest_digest": at}
             exchanges.append({**ln, "receipt": receipt})
     exchanges.sort(key=lambda e: e.get("started_at") or 0)
     return {"kind": EXCHANGES_KIND, "format": FORMAT,

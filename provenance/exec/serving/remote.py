@@ -32,8 +32,8 @@ def identity_url(url: str) -> str:
 
 
 def fetch_identity(url: str, timeout: float = TIMEOUT_S) -> dict[str, Any]:
-    """The server's identity document: format, server_run_id, store, manifest_digest and,
-    where prov wrote it beside the run, its identity tree."""
+    """The server's identity document: format, server_run_id, store, manifest_digest, state
+    and its manifest document as its store holds it now (live while it serves)."""
     where = identity_url(url)
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     try:
@@ -50,7 +50,7 @@ def fetch_identity(url: str, timeout: float = TIMEOUT_S) -> dict[str, Any]:
             or not isinstance(doc.get("server_run_id"), str):
         raise ServerUnreachable(f"--server {url}: {where} is not a prov server identity "
                                 "(is the server run under prov exec?)")
-    if not isinstance(doc.get("identity"), dict):
-        doc.pop("identity", None)
+    if not isinstance(doc.get("manifest"), dict):
+        doc.pop("manifest", None)
     doc["url"] = url
     return doc

@@ -8,8 +8,8 @@ a line (exchange.py) goes to `$PROV_RUN_DIR/exchanges/<pid>.jsonl` and, when the
 is a prov run on this machine (peer.py), to `<client run dir>/server/<server run id>.jsonl`.
 The peer is looked up and the line written on one worker thread, so the event loop only
 hashes bytes. Headers are never kept but the content type; the query string neither.
-`GET /prov/v1/identity` answers with this server run's id, store and manifest digest (for
-a client on another machine); every other path is the application's.
+`GET /prov/v1/identity` answers with this server run's id, store, live manifest digest and
+manifest (for a client on another machine); every other path is the application's.
 A failure anywhere here becomes an entry of the probe's errors; the response goes on.
 """
 
@@ -21,7 +21,6 @@ from .jsonout import dumps
 
 IDENTITY_PATH = "/prov/v1/identity"
 IDENTITY_FORMAT = "prov-identity/1"
-IDENTITY_FILE = "identity.json"  # in the run directory, written by prov when it knows more
 MARK = "prov.exchange"  # in the scope: an application mounted inside another is seen once
 PEER_CACHE = 4096
 
@@ -173,31 +172,31 @@ class Recorder:
         await send({"type": "http.response.body", "body": body})
 
     # -- on the worker thread --------------------------------------------------------
-    def identity(self):
-        """This server run: id, store, pid, and what prov wrote of its manifest."""
+    def server_run(self):
         if self.server is None:
             env = os.environ
             self.server = {"run_id": env.get("PROV_RUN_ID"), "store": env.get("PROV_STORE"),
                            "run_dir": env.get("PROV_RUN_DIR"), "pid": os.getpid()}
-        doc = {"format": IDENTITY_FORMAT, "server_run_id": self.server["run_id"],
-               "store": self.server["store"], "pid": self.server["pid"],
-               "manifest_digest": None}
-        known = self._identity_file()
-        if isinstance(known, dict) and known.get("run_id") == self.server["run_id"]:
-            doc["manifest_digest"] = known.get("manifest_digest")
-            if isinstance(known.get("identity"), dict):
-                doc["identity"] = known["identity"]
+        return self.server
+
+    def identity(self):
+        """This server run as its store holds it now: id, store, state, the live manifest
+        digest and the manifest document (for a client on another machine, whose prov
+        takes its identity keys by its own table). Read only when asked: the store's
+        index is SQLite, whose module a server may not have loaded otherwise."""
+        run = self.server_run()
+        doc = {"format": IDENTITY_FORMAT, "server_run_id": run["run_id"],
+               "store": run["store"], "pid": run["pid"], "manifest_digest": None}
+        found = self.probe.guarded("asgi identity store", _live_record, run["store"],
+                                   run["run_id"])
+        if found:
+            record, manifest = found
+            doc["manifest_digest"] = record.get("manifest_digest")
+            doc["state"] = record.get("state")
+            if isinstance(record.get("live"), dict):
+                doc["live"] = record["live"]
+            doc["manifest"] = manifest
         return doc
-
-    def _identity_file(self):
-        import json
-
-        path = os.path.join(self.server.get("run_dir") or "", IDENTITY_FILE)
-        try:
-            with open(path, "rb") as fh:
-                return json.loads(fh.read())
-        except (OSError, ValueError):
-            return None
 
     def _peer(self, client, server):
         key = (client, server)
@@ -210,9 +209,11 @@ class Recorder:
         return self.peers[key]
 
     def _write(self, ex):
-        ident = self.identity()
-        server = {"run_id": ident["server_run_id"], "store": ident["store"],
-                  "pid": ident["pid"], "manifest_digest": ident["manifest_digest"]}
+        run = self.server_run()
+        # the manifest digest at this time is the store's (prov's), filled in by the client's
+        # prov from the server run's record chain (exec/serving/bind.py)
+        server = {"run_id": run["run_id"], "store": run["store"], "pid": run["pid"],
+                  "manifest_digest": None}
         client = {}
         if ex.peer is not None:
             client = dict(self.probe.guarded("asgi peer", ex.peer.result, 30) or {})
@@ -235,7 +236,7 @@ class Recorder:
         run_dir = client.pop("run_dir", None)
         data = (dumps(fmt.line(server, client, exchange, request, response, time.time()))
                 + "\n").encode("utf-8", "surrogatepass")
-        own = self.server.get("run_dir")
+        own = run.get("run_dir")
         if own:
             _append(os.path.join(own, "exchanges"), "%d.jsonl" % os.getpid(), data)
         if run_dir and client.get("run_id") and client.get("run_id") != server["run_id"]:
@@ -248,6 +249,32 @@ class Recorder:
                 self.pool.submit(int).result(timeout=timeout)
             except Exception:
                 pass
+
+
+def _object(store, digest):
+    import json
+
+    hexpart = str(digest).split(":", 1)[-1]
+    with open(os.path.join(store, "objects", "sha256", hexpart[:2], hexpart[2:]), "rb") as fh:
+        return json.loads(fh.read())
+
+
+def _live_record(store, run_id):
+    """(newest record, its manifest document) of a run, read from the store's files."""
+    if not store or not run_id:
+        return None
+    import sqlite3
+
+    conn = sqlite3.connect(os.path.join(store, "index.sqlite"), timeout=5)
+    try:
+        row = conn.execute("SELECT record FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+    finally:
+        conn.close()
+    if row is None:
+        return None
+    record = _object(store, row[0])
+    manifest = record.get("run_manifest") or record.get("manifest")
+    return record, (_object(store, manifest) if manifest else None)
 
 
 def _last_body(message):
