@@ -1,6 +1,7 @@
 """A tiny OpenAI-shaped FastAPI server (run by the vllm venv's python under `prov exec`):
 /v1/completions answers one fixed completion with logprobs, streamed when asked; its
-`echo` field picks the tokens, so two servers can be made to differ. Argv: PORT [TOKENS]."""
+tokens are its argument, so two servers can be made to differ. Argv: --port PORT [TOKENS]
+(the port an option, as servers take it: where a server listens is context)."""
 
 import json
 import sys
@@ -10,7 +11,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
 app = FastAPI()
-TOKENS = (sys.argv[2] if len(sys.argv) > 2 else "the,cat,sat").split(",")
+TOKENS = (sys.argv[3] if len(sys.argv) > 3 else "the,cat,sat").split(",")
 
 
 def _logprobs(tokens):
@@ -42,4 +43,5 @@ async def health():
 
 
 if __name__ == "__main__":
-    uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning")
+    assert sys.argv[1] == "--port"
+    uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[2]), log_level="warning")
