@@ -3,7 +3,8 @@
 `vllm bench serve`. Each client run is bound to the serving run with its identity under
 `server.*` and every exchange recorded; two clients of one server compare clean; the
 server restarted with another --dtype: the clients are refused naming only server.* keys
-and pass with --vary dtype, their exchanges matched with the first differing token."""
+and pass with --vary dtype (and kv-cache-dtype: an `auto` KV cache follows the dtype),
+their exchanges matched with top-1 agreement."""
 
 # ruff: noqa: F811 - pytest fixtures imported from tests.exec_support
 from __future__ import annotations
@@ -79,7 +80,7 @@ def test_sdk_clients_are_bound_with_every_exchange(scenario):
     assert server["run_id"] == runs["server"] and server["state"] == "serving"
     assert server["exchanges"]["count"] == 4 + CONCURRENT
     # the engine facts of the live server are the client's: its resolved settings
-    assert server["runtime"]["vllm"]["dtype"] == "torch.float32"
+    assert server["runtime"]["vllm"]["dtype"] == "float32"
     assert server["code"]["args"]["dtype"] == "float32"
     assert SECRET.encode() not in store_bytes(Path(env["PROV_STORE"]))
 
@@ -107,7 +108,15 @@ def test_another_dtype_is_refused_naming_server_keys_and_passes_with_its_preset(
     refused = doc["refused"]
     assert rc == 3 and "server.code.args.dtype" in refused, refused
     assert all(k.startswith("server.") for k in refused), refused
+    # the KV cache was asked `auto`: it follows the model's dtype, and the gate says so
     rc, doc = compare(env, runs["sdk"], runs["sdk_bf16"], "dtype")
+    assert rc == 3 and set(doc["refused"]) == {
+        "server.runtime.vllm.kv_cache_dtype.resolved",
+        "server.runtime.vllm.attention_backend.layers.Attention.tensor_dtype"}, doc["refused"]
+    rc, doc = compare(env, runs["sdk"], runs["sdk_bf16"], "dtype", "kv-cache-dtype")
     assert rc == 0, doc["refused"]
-    print(json.dumps(doc["exchanges"], indent=1)[:3000])
-    assert doc["exchanges"]["matched"] == 4 + CONCURRENT
+    ex = doc["exchanges"]
+    print("f32 vs bf16 exchanges:", json.dumps({k: ex[k] for k in (
+        "matched", "identical", "differing", "top1")}))
+    assert ex["matched"] == 4 + CONCURRENT and ex["unmatched_a"] == ex["unmatched_b"] == 0
+    assert ex["top1"]["positions"] > 0

@@ -116,6 +116,11 @@ class Recorder:
         self.peers = {}
         self.seq = 0
         self.server = None
+        if hasattr(os, "register_at_fork"):  # a forked worker (uvicorn --workers): its own
+            os.register_at_fork(after_in_child=self._forked)  # thread, pid and file
+
+    def _forked(self):
+        self.pool, self.peers, self.seq, self.server = None, {}, 0, None
 
     # -- on the event loop: cheap, guarded -------------------------------------------
     async def handle(self, original, app, scope, receive, send):
