@@ -76,6 +76,9 @@ def render_exchanges(c, con) -> None:
             f"{doc['differing']} differing)")
     if doc["unmatched_a"] or doc["unmatched_b"]:
         line += f", unmatched A {doc['unmatched_a']}, B {doc['unmatched_b']}"
+    lp = doc["logprobs"]
+    if lp["compared"]:
+        line += f"; logprobs identical in {lp['identical']} of {lp['compared']}"
     top1 = doc["top1"]
     if top1["positions"]:
         line += (f"; top-1 agreement {top1['agree']}/{top1['positions']} "

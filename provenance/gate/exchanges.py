@@ -7,7 +7,8 @@ such request in B. A matched pair is *identical* when every choice has the same 
 the same tokens (token ids where both have them); the response bytes carry an id and a
 time of their own, so their digest is not the test. For a pair that differs: the first
 differing token (choice, position, both tokens). Where both sides returned top logprobs:
-how many positions agree on the top-1 token.
+how many positions agree on the top-1 token; where both returned logprobs: whether they
+are bit for bit the same (a repeat on one server is; another dtype's is not).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ class Pair:
     first_difference: dict[str, Any] | None = None
     top1_positions: int = 0
     top1_agree: int = 0
+    logprobs_equal: bool | None = None  # None: no logprobs came back on both sides
 
 
 @dataclass
@@ -44,6 +46,15 @@ class ExchangeComparison:
         return sum(p.identical for p in self.pairs)
 
     @property
+    def logprobs_identical(self) -> int:
+        """Pairs whose logprobs came back on both sides, bit for bit the same."""
+        return sum(p.logprobs_equal is True for p in self.pairs)
+
+    @property
+    def logprobs_compared(self) -> int:
+        return sum(p.logprobs_equal is not None for p in self.pairs)
+
+    @property
     def top1(self) -> tuple[int, int]:
         return (sum(p.top1_agree for p in self.pairs), sum(p.top1_positions for p in self.pairs))
 
@@ -54,6 +65,8 @@ class ExchangeComparison:
             "a": self.a_count, "b": self.b_count, "matched": len(self.pairs),
             "identical": self.identical, "differing": len(differing),
             "unmatched_a": self.unmatched_a, "unmatched_b": self.unmatched_b,
+            "logprobs": {"compared": self.logprobs_compared,
+                         "identical": self.logprobs_identical},
             "top1": {"positions": positions, "agree": agree,
                      "ratio": round(agree / positions, 6) if positions else None},
             "differences": [
@@ -122,6 +135,9 @@ def _compare_choice(ca: dict[str, Any], cb: dict[str, Any], pair: Pair) -> None:
                 "choice": ca.get("index", 0), "position": at,
                 "a": _shown(sa[at]) if 0 <= at < len(sa) else None,
                 "b": _shown(sb[at]) if 0 <= at < len(sb) else None}
+    la, lb = ca.get("logprobs"), cb.get("logprobs")
+    if la and lb:
+        pair.logprobs_equal = (pair.logprobs_equal is not False) and la == lb
     ta, tb = ca.get("top_logprobs") or [], cb.get("top_logprobs") or []
     for x, y in zip(ta, tb, strict=False):
         xa, yb = _top1(x), _top1(y)

@@ -10,7 +10,8 @@ from provenance.model import Manifest
 
 
 def _ex(req: str, tokens: list[str], top: list[str] | None = None, seq: int = 1) -> dict:
-    choice = {"index": 0, "tokens": tokens, "text_sha256": "".join(tokens)}
+    choice = {"index": 0, "tokens": tokens, "text_sha256": "".join(tokens),
+              "logprobs": [-0.1] * len(tokens)}
     if top is not None:
         choice["top_logprobs"] = [{t: -0.1, "zz": -5.0} for t in top]
     return {"seq": seq, "path": "/v1/completions", "status": 200,
@@ -30,6 +31,7 @@ def test_exchanges_match_by_request_digest_in_order_and_name_the_first_differenc
     assert d["first_difference"] == {"choice": 0, "position": 2, "a": "c", "b": "d"}
     assert (d["a_seq"], d["b_seq"]) == (1, 2)
     assert doc["top1"] == {"positions": 3, "agree": 2, "ratio": 0.666667}
+    assert doc["logprobs"] == {"compared": 3, "identical": 3}
 
 
 def test_a_longer_answer_differs_where_the_shorter_ends():

@@ -68,3 +68,22 @@ def test_a_client_in_another_process_is_found_with_its_run(tmp_path):
     assert found["pid"] == child.pid
     assert found["run_id"] == "feedface" and found["run_dir"] == str(tmp_path)
     assert run_of(os.getpid()).get("run_id") != "feedface"
+
+
+def test_sock_diag_and_the_tcp_table_find_the_same_socket():
+    from provenance.exec.probe.inproc._prov_probe.peer import _addr_bytes, diag_inode
+
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(1)
+        client = socket.create_connection(server.getsockname())
+        accepted, addr = server.accept()
+        try:
+            lo = _addr_bytes("127.0.0.1")
+            local, remote = (lo, addr[1]), (lo, server.getsockname()[1])
+            with open("/proc/net/tcp") as fh:
+                from_table = socket_inode(fh.read(), local, remote)
+            assert diag_inode(local, remote) == from_table == os.fstat(client.fileno()).st_ino
+        finally:
+            accepted.close()
+            client.close()

@@ -92,6 +92,7 @@ def test_two_clients_of_one_server_compare_clean_exchange_for_exchange(scenario)
     ex = doc["exchanges"]
     assert ex["matched"] == ex["identical"] == 4 + CONCURRENT
     assert ex["top1"]["positions"] > 0 and ex["top1"]["ratio"] == 1.0
+    assert ex["logprobs"]["compared"] == ex["logprobs"]["identical"] == 4 + CONCURRENT
 
 
 def test_curl_and_vllm_bench_serve_are_bound_too(scenario):
@@ -117,6 +118,6 @@ def test_another_dtype_is_refused_naming_server_keys_and_passes_with_its_preset(
     assert rc == 0, doc["refused"]
     ex = doc["exchanges"]
     print("f32 vs bf16 exchanges:", json.dumps({k: ex[k] for k in (
-        "matched", "identical", "differing", "top1")}))
+        "matched", "identical", "differing", "logprobs", "top1")}))
     assert ex["matched"] == 4 + CONCURRENT and ex["unmatched_a"] == ex["unmatched_b"] == 0
     assert ex["top1"]["positions"] > 0
