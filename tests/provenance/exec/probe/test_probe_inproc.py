@@ -18,7 +18,7 @@ def test_inproc_code_is_python38_syntax_and_imports_only_stdlib_and_itself():
     allowed = {"os", "sys", "time", "_thread", "atexit", "importlib", "weakref"}
     # the exchange recorder runs only inside a Starlette server, which has loaded these
     # itself (asyncio, json, hashlib; sqlite3 only when /prov/v1/identity is asked)
-    in_server = {"json", "hashlib", "socket", "asyncio", "concurrent", "sqlite3"}
+    in_server = {"json", "hashlib", "socket", "struct", "asyncio", "concurrent", "sqlite3"}
     server_side = {"asgi.py", "exchange.py", "peer.py"}
     for path in INPROC_DIR.rglob("*.py"):
         tree = ast.parse(path.read_text(), feature_version=(3, 8))
