@@ -41,6 +41,7 @@ class Server:
 
 def start_server(env: dict[str, str], tmp: Path) -> Server:
     """`prov exec -- python server.py PORTFILE` in its own session (prov, port, server pid)."""
+    tmp.mkdir(parents=True, exist_ok=True)
     script = tmp / "server.py"
     script.write_text(SERVER)
     portfile = tmp / "port"
