@@ -10,11 +10,12 @@ uses (facts.run_facts, without consuming the files), stores the manifest and wri
 For a running run, then, `store.run_manifest(record)` and `record.manifest_digest` are the
 live ones; for a finished run the final ones. The index shows a started run whose live
 facts hold an engine block as *serving*. The thread never fails the run: an update that
-fails is retried at the next change, and its reason kept for the final record's warnings.
+fails is retried at the next change. PROV_LIVE_FACTS=0 turns it off (the bench's baseline).
 """
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 from collections.abc import Sequence
@@ -89,6 +90,8 @@ class LiveFacts:
         self._thread: threading.Thread | None = None
 
     def start(self) -> LiveFacts:
+        if os.environ.get("PROV_LIVE_FACTS") == "0":  # off: every fact after the exit
+            return self
         self._thread = threading.Thread(target=self._loop, name="prov-live-facts", daemon=True)
         self._thread.start()
         return self
