@@ -215,7 +215,8 @@ def write_results(out: Path, rows: list[dict], summary: dict, args) -> None:
              f"{args.rounds} interleaved round(s), file-digest cache {args.digests} at each "
              "start (the snapshot cache warm), engine core "
              f"{'in its own process' if args.engine_process else 'in-process'}. "
-             "`off`: PROV_LIVE_FACTS=0 (all facts collected after the exit, as before issue 27); `on`: live facts (default).", "",
+             "`off`: PROV_LIVE_FACTS=0 (all facts collected after the exit, as before "
+             "issue 27); `on`: live facts (default).", "",
              "| mode | start→/health s | /health→engine block shown s | SIGTERM→server exit s "
              "| server exit→record s | SIGTERM→record s |", "|---|---|---|---|---|---|"]
     for m in args.modes.split(","):
