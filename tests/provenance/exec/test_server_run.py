@@ -77,7 +77,7 @@ def _wait(env: dict[str, str], what) -> dict:
 def test_engine_block_while_serving(server):
     env = server["env"]
     doc = _wait(env, lambda d: bool(_engine(d)))
-    assert doc["state"] == "serving" and doc["live"]["engines"] == ["vllm"]
+    assert doc["state"] == "serving" and "vllm" in doc["live"]["engines"]
     text = prov("show", doc["run_id"], env=env).stdout.decode()
     assert "serving" in text and "vllm" in text
     assert "serving" in prov("runs", env=env).stdout.decode()
