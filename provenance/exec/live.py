@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ from provenance.store.manifests import run_manifest_text
 from provenance.store.records import now_iso
 
 POLL_S = 0.5
+BUSY_FACTOR = 2  # after an update that took t, the next starts no sooner than 2 t later
 ENGINES = ("vllm", "transformers")
 
 
@@ -86,6 +88,7 @@ class LiveFacts:
         self.manifest_obj: str | None = None
         self.error: str | None = None
         self._seen: tuple = ()
+        self._next = 0.0  # monotonic time before which no update starts (BUSY_FACTOR)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -109,14 +112,21 @@ class LiveFacts:
 
     def poll(self) -> bool:
         """Update the record if the probe's files changed since the last update."""
+        if time.monotonic() < self._next:
+            return False
         seen = probe_signature(self.run_dir)
         if not seen or seen == self._seen:
             return False
+        t0 = time.monotonic()
         try:
             updated = self._update()
         except (OSError, sqlite3.Error, ProvError, ValueError) as exc:
             self.error = f"live facts not updated: {type(exc).__name__}: {exc}"[:300]
             return False
+        finally:
+            # a run whose processes keep rewriting their files (many workers starting) must
+            # not spend its CPU on prov: at most a third of the time goes to updates
+            self._next = time.monotonic() + BUSY_FACTOR * (time.monotonic() - t0)
         self._seen = seen
         return updated
 
