@@ -101,10 +101,21 @@ def _difference(diff: dict | None) -> str:
     return f"{name}: A {a}, B {b}"
 
 
+UNFINISHED_WORDS = {
+    "abandoned": "abandoned: its prov was killed before the run ended; its record holds what "
+                 "the run left (probe facts, logs), not its exit status, libraries or drift",
+    "running": "still running: its facts so far",
+    "serving": "still serving: its live facts (the engine's, since it became ready)",
+}
+
+
 def _render(c, con) -> None:
     result, a, b = c.result, c.a, c.b
     con.print(f"A: {a.type} {a.ref}  identity {result.diff.digest_a}")
     con.print(f"B: {b.type} {b.ref}  identity {result.diff.digest_b}")
+    for side, state in c.unfinished.items():
+        run = (a if side == "a" else b).run
+        _plain(con, f"note: {side.upper()} (run {run.run_id[:12]}) is {UNFINISHED_WORDS[state]}")
     for spec, changes in result.varied.items():
         if changes:
             render_changes(f"varied by --vary {spec}: {len(changes)} key(s)", changes, con)

@@ -10,13 +10,15 @@ uses (facts.run_facts, without consuming the files), stores the manifest and wri
 For a running run, then, `store.run_manifest(record)` and `record.manifest_digest` are the
 live ones; for a finished run the final ones. The index shows a started run whose live
 facts hold an engine block as *serving*. The thread never fails the run: an update that
-fails is retried at the next change, and its reason kept for the final record's warnings.
+fails is retried at the next change. PROV_LIVE_FACTS=0 turns it off (the bench's baseline).
 """
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -30,6 +32,7 @@ from provenance.store.manifests import run_manifest_text
 from provenance.store.records import now_iso
 
 POLL_S = 0.5
+BUSY_FACTOR = 2  # after an update that took t, the next starts no sooner than 2 t later
 ENGINES = ("vllm", "transformers")
 
 
@@ -85,10 +88,13 @@ class LiveFacts:
         self.manifest_obj: str | None = None
         self.error: str | None = None
         self._seen: tuple = ()
+        self._next = 0.0  # monotonic time before which no update starts (BUSY_FACTOR)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
     def start(self) -> LiveFacts:
+        if os.environ.get("PROV_LIVE_FACTS") == "0":  # off: every fact after the exit
+            return self
         self._thread = threading.Thread(target=self._loop, name="prov-live-facts", daemon=True)
         self._thread.start()
         return self
@@ -106,14 +112,21 @@ class LiveFacts:
 
     def poll(self) -> bool:
         """Update the record if the probe's files changed since the last update."""
+        if time.monotonic() < self._next:
+            return False
         seen = probe_signature(self.run_dir)
         if not seen or seen == self._seen:
             return False
+        t0 = time.monotonic()
         try:
             updated = self._update()
         except (OSError, sqlite3.Error, ProvError, ValueError) as exc:
             self.error = f"live facts not updated: {type(exc).__name__}: {exc}"[:300]
             return False
+        finally:
+            # a run whose processes keep rewriting their files (many workers starting) must
+            # not spend its CPU on prov: at most a third of the time goes to updates
+            self._next = time.monotonic() + BUSY_FACTOR * (time.monotonic() - t0)
         self._seen = seen
         return updated
 

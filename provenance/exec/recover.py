@@ -10,9 +10,9 @@ the logs and writes a final record in state `abandoned`, pointing at the last st
 
 Never racing a live supervisor: the run is abandoned only when its supervisor's pid (with
 its start time and boot id) is gone. Two prov commands recovering at once: an exclusive
-lock per run; the loser goes on with what the index says. The probe's files and the temp
-logs are removed only once the final record is written: a recovery killed half-way is
-simply done again.
+lock per run; the other waits for it, then reads the record the first wrote. The probe's
+files and the temp logs are removed only once the final record is written: a recovery
+killed half-way is simply done again.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ import os
 import shutil
 import sqlite3
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,7 @@ from provenance.store import RunRecord, Store
 from provenance.store.records import FINAL_STATES, now_iso
 
 LABELS = ("stdout", "stderr")
+LOCK_WAIT_S = 120.0  # another prov finishing the same run: wait for its record
 
 
 def partial_log_prefix(run_id: str, label: str) -> str:
@@ -52,17 +54,23 @@ def partial_logs(store: Store, run_id: str) -> dict[str, Path]:
 
 
 @contextlib.contextmanager
-def _locked(store: Store, run_id: str) -> Iterator[bool]:
-    """An exclusive, non-blocking lock on recovering `run_id`: True when we hold it."""
+def _locked(store: Store, run_id: str, wait_s: float = LOCK_WAIT_S) -> Iterator[bool]:
+    """An exclusive lock on recovering `run_id`, waited for up to `wait_s` (another prov
+    finishing it): True when we hold it."""
     store.objects.tmp.mkdir(parents=True, exist_ok=True)
     path = store.objects.tmp / f"recover-{run_id}.lock"
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            yield False
-            return
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    yield False
+                    return
+                time.sleep(0.05)
         yield True
     finally:
         os.close(fd)

@@ -47,7 +47,21 @@ class Comparison:
             doc["exchanges"] = self.exchanges.to_json()
         if self.record:
             doc["record"] = self.record
+        if self.unfinished:
+            doc["unfinished"] = self.unfinished
         return doc
+
+    @property
+    def unfinished(self) -> dict[str, str]:
+        """side ("a", "b") -> the state of a run side that did not end under its prov:
+        abandoned (prov was killed: its record holds what the run left), or still running
+        or serving (its live facts). Said beside every verdict, never refusing by itself."""
+        out = {}
+        for side, r in (("a", self.a), ("b", self.b)):
+            state = getattr(r.run, "state", None)
+            if state in ("abandoned", "running", "serving"):
+                out[side] = state
+        return out
 
 
 def _libraries(ra: Resolved, rb: Resolved) -> tuple[dict[str, Any], dict[str, Any]] | None:

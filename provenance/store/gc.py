@@ -199,6 +199,8 @@ def gc(store, *, dry_run: bool = False, objects: bool = False,
        grace_s: float = DEFAULT_GRACE_S) -> GcResult:
     from provenance.store.maintenance import fsck
 
+    if not dry_run:  # an abandoned run is finished before its run dir and logs go
+        store.list_runs()  # (Store.RECOVER_ABANDONED, where the CLI set it)
     check = fsck(store)
     result = GcResult(dry_run, leftovers(store, grace_s),
                       rows_refreshed=sorted(check.stale_runs + check.unindexed_runs))
