@@ -65,6 +65,18 @@ COMMAND_MODULES: dict[str, tuple[str, ...]] = {
 }
 
 
+# Commands that read runs: the first to find a run abandoned finishes its record
+# (exec/recover.py, through the store's hook: the store may not import exec).
+READS_RUNS = {"runs", "show", "compare", "store", "report", "publish", "audit", "sbom", "run",
+              "sweep", "verify"}
+
+
+def _recover_abandoned(store, info):
+    from provenance.exec.recover import recover
+
+    return recover(store, info)
+
+
 def _register(argv: list[str]) -> None:
     import importlib
 
@@ -74,6 +86,10 @@ def _register(argv: list[str]) -> None:
         modules = tuple(dict.fromkeys(m for ms in COMMAND_MODULES.values() for m in ms))
     for name in modules:
         importlib.import_module(f"provenance.cli.{name}")
+    if not invoked or argv[1] in READS_RUNS:  # not for `prov --help` (the store's import)
+        import provenance.store.store as store_module
+
+        store_module.RECOVER_ABANDONED = _recover_abandoned
 
 
 _register(sys.argv)

@@ -13,6 +13,7 @@ from provenance.model.errors import ProvError
 STATE_STYLE = {
     "complete": "green",
     "running": "cyan",
+    "serving": "cyan",
     "abandoned": "red",
     "failed": "red",
 }
@@ -92,6 +93,10 @@ def _print_show(info, rec, all_libs: bool = False) -> None:
         rows.append(("exit", f"{rec.exit_status}{sig}"))
     if rec.error:
         rows.append(("error", rec.error))
+    if rec.live:  # a running command's facts so far (exec/live.py)
+        engines = ", ".join(rec.live.get("engines") or []) or "no engine yet"
+        rows.append(("live", f"facts update {rec.live.get('update')} at "
+                             f"{rec.live.get('updated_at')} ({engines})"))
     # a started run's manifest is its snapshot
     rows.append(("manifest", f"{rec.manifest_digest}  (object {rec.run_manifest_object})"))
     rows.append(("snapshot", f"cache {(rec.snapshot or {}).get('cache', '?')}"))
@@ -109,6 +114,9 @@ def _print_show(info, rec, all_libs: bool = False) -> None:
     from provenance.exec.probe.show import engine_rows
 
     rows += engine_rows(rec.facts or {})  # what the in-process probe saw
+    from provenance.exec.serving.show import server_rows
+
+    rows += server_rows(rec.facts or {})  # the server runs a client talked to
     rows += _library_rows(rec.loaded_libraries or [], all_libs)
     rows += _drift_rows(rec.drift or {})
     res = rec.resources or {}

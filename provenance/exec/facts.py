@@ -60,3 +60,20 @@ def read_run_facts(run_dir: Path, base_sections: Iterable[str], warnings: list[s
 def snapshot_sections(text: str) -> list[str]:
     """The fact sections of a manifest document (its header keys left out)."""
     return [k for k in json.loads(text) if k not in ("schema_version", "kind", "digest")]
+
+
+def run_facts(run_dir: Path, snapshot_text: str, argv: list[str], workdir: Path,
+              outputs: Iterable[Path], section: dict[str, Any], key: bytes,
+              warnings: list[str], consume: bool = True) -> dict[str, Any]:
+    """The run's own manifest sections, one rule for every caller: facts.json, what the probe
+    saw (it wins, redacted) and `run` (name, tags, params). `prov exec` calls it when the
+    command has ended (consuming the probe's files), live.py while it runs and recover.py
+    for an abandoned run (both without consuming)."""
+    from provenance.exec.probe import host as probe
+
+    facts = read_run_facts(run_dir, snapshot_sections(snapshot_text), warnings, key)
+    seen = probe.collect(run_dir, argv, list(outputs), workdir, consume=consume)
+    probe.merge_into(facts, redact_tree(seen, key), warnings)
+    if section:
+        facts["run"] = section
+    return facts

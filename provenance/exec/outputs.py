@@ -88,13 +88,16 @@ def _put_facts(path: Path, store) -> tuple[str, int]:
     return store.put_object(data), len(data)
 
 
-def ingest_run_dir(run_dir: Path, store) -> dict[str, Any]:
-    """Copy every file under PROV_RUN_DIR into the store: relative path -> digest, size."""
+def ingest_run_dir(run_dir: Path, store, skip: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Copy every file under PROV_RUN_DIR into the store: relative path -> digest, size
+    (but those under the top-level directories in `skip`)."""
     out: dict[str, Any] = {}
     if not run_dir.is_dir():
         return out
     for f in _walk(run_dir):
         rel = f.relative_to(run_dir).as_posix()
+        if rel.split("/", 1)[0] in skip:
+            continue
         if f.is_symlink():
             out[rel] = {"link": os.readlink(f)}
             continue

@@ -32,9 +32,10 @@ from typing import Any
 from provenance.exec import process
 from provenance.exec.drift import check_drift
 from provenance.exec.environment import snapshot_and_git, with_command_env, workload_python
-from provenance.exec.facts import read_run_facts, snapshot_sections
+from provenance.exec.facts import run_facts
 from provenance.exec.jit import package_versions
 from provenance.exec.libraries import LibrarySampler
+from provenance.exec.live import LiveFacts, store_run_manifest
 from provenance.exec.outputs import hash_outputs, ingest_run_dir
 from provenance.exec.probe import host as probe
 from provenance.exec.probe.processes import exit_maps
@@ -45,12 +46,13 @@ from provenance.exec.record import (
     start_run,
     started_record,
 )
+from provenance.exec.recover import partial_log_prefix
+from provenance.exec.serving import bind_client
 from provenance.exec.watch import watch
 from provenance.model.errors import ProvError
-from provenance.model.redact import redact_diff, redact_tree, store_key
+from provenance.model.redact import redact_diff, store_key
 from provenance.snapshot_cache import CachedSnapshot
 from provenance.store import RunRecord, Store, open_store
-from provenance.store.manifests import run_manifest_text
 from provenance.store.objects import StoreFull, space_reason
 from provenance.store.records import now_iso
 
@@ -84,6 +86,7 @@ class _Run:
     run_dir: Path
     env_extra: Mapping[str, str] | None
     t0: float
+    server: str | None = None  # `--server URL`: the server run to bind to (exec/serving)
 
 
 def run_supervised(
@@ -98,12 +101,14 @@ def run_supervised(
     params: Mapping[str, Any] | None = None,
     cwd: str | Path | None = None,
     sample_libraries: bool = True,
+    server: str | None = None,
 ) -> RunResult:
     """Run `argv` as a recorded run; returns its id, exit status and final record digest.
 
     `tags` are free labels (context); `params` are the run's declared parameters, stored
     under `run.params` of its manifest where the gate presets look for them. With
-    `stream=False` the output goes only into the store.
+    `stream=False` the output goes only into the store. `server`: the URL of a server run on
+    another machine to bind the run to (one on this machine is found without it).
     """
     if not argv:
         raise ProvError("no command given (usage: prov exec [OPTIONS] -- CMD ARGS...)")
@@ -128,7 +133,8 @@ def run_supervised(
     run_dir = store.run_dir(record.run_id)
     run_dir.mkdir(parents=True, exist_ok=True)
     started = start_run(store, record, snap, git_diff)
-    run = _Run(store, record, started, argv, snap, python, workdir, run_dir, env_extra, t0)
+    run = _Run(store, record, started, argv, snap, python, workdir, run_dir, env_extra, t0,
+               server)
     try:
         return _execute(run, outputs, stream, sample_libraries)
     except BaseException as exc:
@@ -137,7 +143,7 @@ def run_supervised(
         status = 130 if isinstance(exc, KeyboardInterrupt) else 70
         final = failed_record(record, f"prov: {type(exc).__name__}: {exc}"[:500], status, t0)
         with contextlib.suppress(Exception):
-            store.finalize_run(final, started)
+            store.finalize_run(final, run.started)
         raise
 
 
@@ -152,8 +158,9 @@ def _command_env(run: _Run) -> dict[str, str]:
 
 def _execute(run: _Run, outputs: Sequence[str | Path], stream: bool,
              sample_libraries: bool) -> RunResult:
-    out_w = run.store.object_writer()
-    err_w = run.store.object_writer()
+    # the logs' temp files are named by run: a killed prov's logs are recovered (recover.py)
+    out_w = run.store.object_writer(partial_log_prefix(run.record.run_id, "stdout"))
+    err_w = run.store.object_writer(partial_log_prefix(run.record.run_id, "stderr"))
     owns_terminal = process.takes_terminal(stream)
     try:
         proc = process.spawn(run.argv, _command_env(run), run.workdir, owns_terminal)
@@ -167,12 +174,16 @@ def _execute(run: _Run, outputs: Sequence[str | Path], stream: bool,
     fg.give(proc.pid)
     forwarded: list[int] = []
     handlers = process.install_forwarding(proc.pid, forwarded)
+    live = LiveFacts(run.store, run.record, run.started, run.snap.text,
+                     run.snap.manifest_digest, run.argv, run.workdir,
+                     [run.workdir / p for p in outputs]).start()
     try:
         returncode, child_usage, sampler = watch(proc, out_w, err_w, stream,
                                                  sample_libraries, fg)
     finally:
         process.restore_handlers(handlers)
         fg.restore()
+        run.started = live.stop()  # the final record points at the newest started one
     ended = time.time()
     usages = (child_usage, usage_at_spawn, resource.getrusage(resource.RUSAGE_SELF))
     logs, lost = _close_logs(out_w, err_w)
@@ -240,16 +251,14 @@ def _finish(run: _Run, final: RunRecord, outputs: Sequence[str | Path],
     record (prov's own CPU counted up to here)."""
     warnings: list[str] = list(final.warnings or [])
     outs = hash_outputs(run.workdir, outputs, run.store, warnings)
-    key = store_key(run.store.root)
-    facts = read_run_facts(run.run_dir, snapshot_sections(run.snap.text), warnings, key)
     if sampler is not None:  # what each Python process had mapped at its exit, which
         sampler.add_paths(exit_maps(run.run_dir))  # periodic sampling can miss
-    probe_facts = probe.collect(run.run_dir, run.argv,  # consumes run_dir/probe
-                                [run.workdir / p for p in outputs], run.workdir)
-    probe.merge_into(facts, redact_tree(probe_facts, key), warnings)
+    facts = run_facts(run.run_dir, run.snap.text, run.argv, run.workdir,  # consumes probe/
+                      [run.workdir / p for p in outputs], run_section(run.record),
+                      store_key(run.store.root), warnings)
+    if served := bind_client(run.run_dir, run.store, warnings, run.server):
+        facts["server"] = served  # the server runs it talked to (exec/serving)
     run_files = ingest_run_dir(run.run_dir, run.store)
-    if section := run_section(run.record):
-        facts["run"] = section
     libs = (sampler.results(env=_command_env(run), versions=package_versions(run.snap.text))
             if sampler else [])
     drift = check_drift(run.snap, run.python, run.store, run.env_extra)
@@ -257,7 +266,8 @@ def _finish(run: _Run, final: RunRecord, outputs: Sequence[str | Path],
         warnings.append(
             f"environment changed during the run: {drift['changes_total']} identity key(s)"
         )
-    manifest_obj, manifest_digest = _store_run_manifest(run, facts)
+    manifest_obj, manifest_digest = store_run_manifest(run.store, run.record, run.snap.text,
+                                                       run.snap.manifest_digest, facts)
     final = final.replace(outputs=outs, run_dir=run_files, facts=facts,
                           run_manifest=manifest_obj, manifest_digest=manifest_digest,
                           loaded_libraries=libs,
@@ -267,12 +277,3 @@ def _finish(run: _Run, final: RunRecord, outputs: Sequence[str | Path],
     digest = run.store.finalize_run(final, run.started, extra)
     shutil.rmtree(run.run_dir, ignore_errors=True)
     return RunResult(run.record.run_id, final.exit_status, digest, final.state, final)
-
-
-def _store_run_manifest(run: _Run, facts: dict[str, Any]) -> tuple[str, str]:
-    """The run's manifest, built once (store.manifests) and stored: its object and identity
-    digest. Without facts of its own it is the started snapshot."""
-    if not facts:
-        return run.record.manifest, run.snap.manifest_digest
-    text, digest = run_manifest_text(run.snap.text, run.snap.manifest_digest, facts)
-    return run.store.put_manifest_text(text, digest), digest

@@ -121,8 +121,8 @@ def _run_dir_leftovers(store, grace_s: float, now: float, out: Leftovers) -> Non
     for d in sorted(store.runs_dir.iterdir()):
         state = states.get(d.name)
         size = _tree_size(d) if d.is_dir() else d.lstat().st_size
-        if state == "running":
-            out.kept.append(Leftover(str(d), size, "run directory of a running run"))
+        if state in ("running", "serving"):
+            out.kept.append(Leftover(str(d), size, f"run directory of a {state} run"))
         elif state is not None:
             out.run_dirs.append(Leftover(str(d), size, f"run directory of a {state} run"))
         elif _age_s(d, now) >= grace_s:
@@ -199,6 +199,8 @@ def gc(store, *, dry_run: bool = False, objects: bool = False,
        grace_s: float = DEFAULT_GRACE_S) -> GcResult:
     from provenance.store.maintenance import fsck
 
+    if not dry_run:  # an abandoned run is finished before its run dir and logs go
+        store.list_runs()  # (Store.RECOVER_ABANDONED, where the CLI set it)
     check = fsck(store)
     result = GcResult(dry_run, leftovers(store, grace_s),
                       rows_refreshed=sorted(check.stale_runs + check.unindexed_runs))

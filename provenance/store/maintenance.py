@@ -23,11 +23,11 @@ from provenance.store.gc import leftovers
 from provenance.store.records import (
     COMPARISON_KIND,
     RUN_KIND,
-    STATE_RANK,
     TREE_KIND,
     decode_json_object,
     effective_state,
     index_row,
+    record_rank,
     referenced_objects,
 )
 
@@ -93,9 +93,8 @@ def scan(store) -> Scan:
         if kind == RUN_KIND and isinstance(doc.get("run_id"), str):
             out.records[digest] = doc
             rid = doc["run_id"]
-            rank = STATE_RANK.get(doc.get("state", ""), -1)
             held = out.runs.get(rid)
-            if held is None or rank > STATE_RANK.get(held[1].get("state", ""), -1):
+            if held is None or record_rank(doc) > record_rank(held[1]):
                 out.runs[rid] = (digest, doc)
         elif kind == COMPARISON_KIND:
             out.comparisons[digest] = doc

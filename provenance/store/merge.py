@@ -27,6 +27,7 @@ from provenance.store.records import (
     decode_json_object,
     index_row,
     now_iso,
+    record_rank,
     referenced_objects,
 )
 
@@ -100,8 +101,7 @@ def import_objects(store, items: Iterable[tuple[str, bytes]]) -> ImportResult:
     for d, doc in docs.items():
         if kinds[d] == "run" and isinstance(doc.get("run_id"), str):
             held = newest.get(doc["run_id"])
-            if held is None or STATE_RANK.get(doc.get("state", ""), -1) > \
-                    STATE_RANK.get(held[1].get("state", ""), -1):
+            if held is None or record_rank(doc) > record_rank(held[1]):
                 newest[doc["run_id"]] = (d, doc)
     sizes = {f"sha256:{split_digest(d)}": len(b) for d, b in batch}
     with idx.transaction(store.db) as conn:  # 3. index rows

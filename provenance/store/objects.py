@@ -96,10 +96,10 @@ class ObjectStore:
         return self.path_for(digest).exists()
 
     # -- writing ----------------------------------------------------------------
-    def _temp(self) -> tuple[int, str]:
+    def _temp(self, prefix: str = "obj-") -> tuple[int, str]:
         try:
             self.tmp.mkdir(parents=True, exist_ok=True)
-            return tempfile.mkstemp(prefix="obj-", dir=self.tmp)
+            return tempfile.mkstemp(prefix=prefix, dir=self.tmp)
         except OSError as exc:
             if exc.errno in FULL_ERRNOS:
                 raise store_full(exc, self.root) from None
@@ -140,9 +140,10 @@ class ObjectStore:
             Path(tmp).unlink(missing_ok=True)
             raise
 
-    def writer(self) -> StreamWriter:
-        """A streaming writer for large content (logs, run files): bounded memory."""
-        fd, tmp = self._temp()
+    def writer(self, prefix: str = "obj-") -> StreamWriter:
+        """A streaming writer for large content (logs, run files): bounded memory. Its temp
+        file's name starts with `prefix` (a run's logs: found again if prov is killed)."""
+        fd, tmp = self._temp(prefix)
         return StreamWriter(self, fd, tmp)
 
     def put_file(self, path: Path) -> tuple[str, int]:

@@ -22,8 +22,12 @@ COMPARISON_KIND = "prov.comparison"
 TREE_KIND = "prov.tree"
 RECORD_SCHEMA = 1
 # Order of a run's states: a later record of a run never has a lower rank.
-STATE_RANK = {"started": 0, "complete": 1, "failed": 1}
-FINAL_STATES = ("complete", "failed")
+# "serving" is the index's name for a started record holding live facts (a server's engine
+# facts, written while it runs: exec/live.py); "abandoned" is the final record a later prov
+# writes for a run whose supervisor died (exec/recover.py).
+STATE_RANK = {"started": 0, "serving": 0, "complete": 1, "failed": 1, "abandoned": 1}
+FINAL_STATES = ("complete", "failed", "abandoned")
+UNFINISHED = ("started", "serving")
 
 
 def new_run_id() -> str:
@@ -106,9 +110,28 @@ def supervisor_alive(
 
 
 def effective_state(stored: str, host, pid, boot, start) -> str:
-    if stored != "started":
+    if stored not in UNFINISHED:
         return stored
-    return "running" if supervisor_alive(host, pid, boot, start) else "abandoned"
+    if not supervisor_alive(host, pid, boot, start):
+        return "abandoned"
+    return "serving" if stored == "serving" else "running"
+
+
+def record_rank(doc: dict[str, Any]) -> tuple[int, int]:
+    """Which of a run's records is its newest: a final one, else the started record with the
+    most live updates (each live update is a new started record pointing at the last)."""
+    live = doc.get("live")
+    update = live.get("update", 0) if isinstance(live, dict) else 0
+    return STATE_RANK.get(doc.get("state", ""), -1), update if isinstance(update, int) else 0
+
+
+def index_state(record: dict[str, Any]) -> str:
+    """The index's state column: a started record whose live facts hold an engine block
+    (exec/live.py: the engine is ready) is "serving"."""
+    state = record["state"]
+    live = record.get("live")
+    return "serving" if state == "started" and isinstance(live, dict) \
+        and live.get("engines") else state
 
 
 def index_row(record: dict[str, Any], record_digest: str) -> dict[str, Any]:
@@ -116,7 +139,7 @@ def index_row(record: dict[str, Any], record_digest: str) -> dict[str, Any]:
     return {
         "run_id": record["run_id"],
         "record": record_digest,
-        "state": record["state"],
+        "state": index_state(record),
         "name": record.get("name"),
         "started_at": record.get("started_at", ""),
         "ended_at": record.get("ended_at"),

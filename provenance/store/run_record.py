@@ -8,8 +8,9 @@ traceback); `to_doc` writes it back field for field, so a record read and writte
 has the same bytes. Fields a newer prov wrote and this one does not know are kept in
 `extra`, never dropped.
 
-`state` is the stored state (started, complete, failed); whether a started run is still
-*running* or *abandoned* is the index's answer (`RunInfo.state`).
+`state` is the stored state (started, complete, failed, abandoned); whether a started run is
+still *running* (*serving*, with live facts) or *abandoned* is the index's answer
+(`RunInfo.state`); a later prov then finishes an abandoned run as `abandoned`.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Any
 from provenance.model.errors import ProvError
 from provenance.store.records import RECORD_SCHEMA, RUN_KIND
 
-STORED_STATES = ("started", "complete", "failed")
+STORED_STATES = ("started", "complete", "failed", "abandoned")
 
 
 class RecordError(ProvError):
@@ -32,7 +33,7 @@ class RecordError(ProvError):
 @dataclass(frozen=True)
 class RunRecord:
     run_id: str
-    state: str  # started | complete | failed
+    state: str  # started | complete | failed | abandoned (finished by a later prov: recover.py)
     command: tuple[str, ...]
     started_at: str
     manifest: str  # the snapshot manifest object (the environment before the command)
@@ -47,6 +48,8 @@ class RunRecord:
     env_extra: dict[str, str] | None = None
     interpreter: str | None = None
     previous: str | None = None  # the record this one supersedes
+    # a started record updated while the command runs (exec/live.py): update number, time
+    live: dict[str, Any] | None = None
     # written when the run ends
     ended_at: str | None = None
     duration_s: float | None = None
@@ -130,7 +133,7 @@ _REQUIRED = ("run_id", "state", "command", "started_at", "manifest", "manifest_d
 _STR = ("run_id", "state", "started_at", "manifest", "manifest_digest", "cwd", "name",
         "interpreter", "previous", "ended_at", "signal", "error", "run_manifest")
 _DICT = ("tags", "params", "snapshot", "git", "supervisor", "env_extra", "logs", "outputs",
-         "run_dir", "facts", "drift", "resources")
+         "run_dir", "facts", "drift", "resources", "live")
 
 
 def _checked(key: str, value: Any, origin: str) -> Any:

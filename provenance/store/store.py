@@ -117,6 +117,12 @@ class RunInfo:
     record: RunRecord | None = None
 
 
+# Who finishes a run found abandoned (a started record whose supervisor is gone): exec's
+# recovery, registered by the CLI (the store may not import exec). Called with the store and
+# the RunInfo; returns the RunInfo after recovery (or the same one).
+RECOVER_ABANDONED: Any = None
+
+
 class Store:
     def __init__(self, root: Path) -> None:
         self.root = root
@@ -206,10 +212,10 @@ class Store:
         self._ensure_layout()
         return self.objects.put_file(path)
 
-    def object_writer(self) -> StreamWriter:
+    def object_writer(self, prefix: str = "obj-") -> StreamWriter:
         """A streaming writer for large content (logs): bounded memory; `close()` -> digest."""
         self._ensure_layout()
-        return self.objects.writer()
+        return self.objects.writer(prefix)
 
     def get_bytes(self, digest: str) -> bytes:
         return self.objects.get_bytes(self.resolve_object(digest))
@@ -259,6 +265,12 @@ class Store:
                 (obj, digest, now_iso()),
             )
         return obj
+
+    def manifest_digest_of(self, obj: str) -> str | None:
+        """The identity digest recorded for the stored manifest object `obj`."""
+        row = self.db.execute("SELECT manifest_digest FROM manifests WHERE object = ?",
+                              (obj,)).fetchone()
+        return row["manifest_digest"] if row else None
 
     def resolve_manifest(self, prefix: str) -> str | None:
         """Object digest for a manifest object prefix or a manifest (identity) digest prefix."""
@@ -340,6 +352,15 @@ class Store:
         self._ensure_layout()
         return self._put_record(doc, extra_objects, manifest)
 
+    def update_started(self, record: RunRecord, previous: str, extra_objects=()) -> str:
+        """A newer started record of a running run (its live facts: exec/live.py), pointing at
+        `previous`; the index row follows it (state "serving" when it holds `live`)."""
+        if record.state != "started":
+            raise ValueError("an update of a started run must be started")
+        doc = {**record.to_doc(), "kind": RUN_KIND, "schema_version": RECORD_SCHEMA,
+               "previous": previous}
+        return self._put_record(doc, extra_objects)
+
     def finalize_run(self, record: RunRecord, previous: str, extra_objects=()) -> str:
         """Write the final record of a run (state complete or failed), pointing at `previous`."""
         if record.state not in FINAL_STATES:
@@ -374,7 +395,18 @@ class Store:
         if limit:
             sql += " LIMIT ?"
             params = (limit,)
-        return [self._info(r) for r in self.db.execute(sql, params)]
+        return [self._recovered(self._info(r)) for r in self.db.execute(sql, params)]
+
+    def _recovered(self, info: RunInfo) -> RunInfo:
+        """`info`, finished by RECOVER_ABANDONED first when its run is abandoned and its
+        newest record is still the started one (a later record of the run says abandoned)."""
+        if info.state != "abandoned" or RECOVER_ABANDONED is None or not self.writable:
+            return info
+        row = self.db.execute("SELECT state FROM runs WHERE run_id = ?",
+                              (info.run_id,)).fetchone()
+        if row is None or row["state"] in FINAL_STATES:
+            return info
+        return RECOVER_ABANDONED(self, info)
 
     def find_runs(self, prefix: str) -> list[str]:
         if not prefix or set(prefix.lower()) - set("0123456789abcdef"):
@@ -392,7 +424,7 @@ class Store:
         if len(ids) > 1:
             raise ProvError(f"{prefix}: ambiguous run id prefix ({len(ids)} runs match)")
         row = self.db.execute("SELECT * FROM runs WHERE run_id = ?", (ids[0],)).fetchone()
-        info = self._info(row)
+        info = self._recovered(self._info(row))
         info.record = self.get_record(info.record_digest)
         return info
 

@@ -182,11 +182,14 @@ def read_facts(run_dir: Path, processes: list[Process], main: Process | None,
 
 
 def collect(run_dir: str | Path, command: Sequence[str] | None = None,
-            outputs: Sequence[str | Path] = (), cwd: str | Path | None = None) -> dict[str, Any]:
+            outputs: Sequence[str | Path] = (), cwd: str | Path | None = None,
+            consume: bool = True) -> dict[str, Any]:
     """Facts sections (nested; dotted keys once flattened) from the run's probe files.
 
-    The files are consumed: their facts are in the result, and their raw argv may hold a
-    secret that must not reach the store (`command` is redacted here). In the command line
+    The files are consumed (unless `consume=False`: the live facts of a running command,
+    exec/live.py, and a recovery that removes them once its record is written): their facts
+    are in the result, and their raw argv may hold a secret that must not reach the store
+    (`command` is redacted here). In the command line
     the declared `outputs` (relative to `cwd`), the run directory and the script are written
     by what they are (`probe/argv.py`)."""
     from provenance.exec.probe.code import command_facts, module_facts, script_facts
@@ -246,5 +249,6 @@ def collect(run_dir: str | Path, command: Sequence[str] | None = None,
             facts["runtime"] = runtime
     if code:
         facts["code"] = code
-    shutil.rmtree(run_dir / "probe", ignore_errors=True)
+    if consume:
+        shutil.rmtree(run_dir / "probe", ignore_errors=True)
     return facts
