@@ -1,0 +1,228 @@
+"""A client run bound to a server run, published: the bundle holds its exchanges with their
+receipts and the server run's record and manifests; verify's step 8 checks every receipt,
+`--receipt` one a third party holds. The server is the tiny FastAPI one (the vllm venv's
+fastapi and uvicorn) under `prov exec`, the client curl under `prov exec`; published once
+while the server serves (receipts name its live record) and once after it stopped."""
+
+# ruff: noqa: F811 - pytest fixtures imported from tests.exec_support
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from provenance.publish.bundle import UNSIGNED_NAME, publish
+from tests.exec_support import prov, prov_cache  # noqa: F401 - fixtures
+from tests.provenance.exec.serving.serving_support import client, free_port, served
+from tests.provenance.sbom.helpers_sbom import sample_subject
+from tests.runners.vllm_venv import VENV
+
+TINY = Path(__file__).parents[1] / "exec" / "serving" / "tiny_server.py"
+VPY = VENV / "bin" / "python"
+SECRET = "sk-prov-receipt-secret-0077"
+pytestmark = pytest.mark.skipif(not VPY.exists(), reason="the vllm venv is not built")
+
+
+@pytest.fixture(scope="module")
+def senv(tmp_path_factory, prov_cache) -> dict[str, str]:
+    root = tmp_path_factory.mktemp("served")
+    env = dict(os.environ)
+    env.update({"PROV_STORE": str(root / "store"), "PROV_CACHE_DIR": str(prov_cache),
+                "COLUMNS": "250", "PROV_NO_PYPROJECT": "1"})
+    return env
+
+
+def _curl(url: str, out: str) -> list[str]:
+    body = json.dumps({"model": "m", "prompt": "hi", "max_tokens": 3, "logprobs": 2})
+    return [shutil.which("curl") or "curl", "-sf", "--noproxy", "*", "-o", out,
+            "-H", "content-type: application/json", "-H", f"Authorization: Bearer {SECRET}",
+            "-d", body, f"{url}/v1/completions"]
+
+
+def _publish(senv, cwd: Path, run_id: str, name: str) -> Path:
+    out = cwd / name
+    p = prov("publish", "out.json", "--run", run_id, "--out", str(out), env=senv, cwd=cwd,
+             timeout=300)
+    assert p.returncode == 0, p.stderr.decode(errors="replace")
+    return out
+
+
+@pytest.fixture(scope="module")
+def bundles(senv):
+    """(client run, server run id, bundle published while serving, bundle after its end)."""
+    cwd = Path(senv["PROV_STORE"]).parent
+    port = free_port()
+    argv = [str(VPY), str(TINY), "--port", str(port), "the,cat,sat"]
+    with served(senv, cwd, argv, port, "tiny-receipts") as srv:
+        run = client(senv, cwd, *_curl(srv.url, "out.json"), options=("-o", "out.json"))
+        live = _publish(senv, cwd, run["run_id"], "live")
+    final = _publish(senv, cwd, run["run_id"], "final")
+    return run, srv.run_id, live, final
+
+
+def _verify(bundle: Path, *extra: str) -> tuple[int, dict, str]:
+    """(exit status, the JSON report, the text output) of `prov verify --no-signature`."""
+    env = dict(os.environ)
+    p = prov("verify", str(bundle), "--no-signature", "--json", *extra, env=env)
+    text = prov("verify", str(bundle), "--no-signature", *extra, env=env)
+    doc = json.loads(p.stdout) if p.stdout.strip() else {}
+    return p.returncode, doc, (text.stdout + text.stderr).decode(errors="replace")
+
+
+def _step(doc: dict, n: int) -> dict:
+    return next(s for s in doc["steps"] if s["step"] == n)
+
+
+def _exchanges(bundle: Path, run: dict) -> Path:
+    return bundle / "exchanges" / f"{run['run_id']}.json"
+
+
+def _receipt(bundle: Path, run: dict) -> dict:
+    return json.loads(_exchanges(bundle, run).read_text())["exchanges"][0]["receipt"]
+
+
+def _rehash(bundle: Path, name: str) -> None:
+    """The unsigned statement made to name `name`'s new bytes (what a forger would do)."""
+    path = bundle / UNSIGNED_NAME
+    st = json.loads(path.read_text())
+    digest = hashlib.sha256((bundle / name).read_bytes()).hexdigest()
+    for d in st["predicate"]["runDetails"]["byproducts"]:
+        if d["name"] == name:
+            d["digest"]["sha256"] = digest
+    path.write_text(json.dumps(st, indent=2, sort_keys=True) + "\n")
+
+
+def test_the_bundle_holds_the_exchanges_and_the_server_run(bundles):
+    run, server, live, _ = bundles
+    assert (live / "runs" / f"{server}.json").is_file()
+    doc = json.loads(_exchanges(live, run).read_text())
+    assert doc["client_run_id"] == run["run_id"]
+    [entry] = doc["servers"]
+    assert entry["run_id"] == server and entry["record"] == f"runs/{server}.json"
+    [ex] = doc["exchanges"]
+    assert ex["method"] == "POST" and ex["path"] == "/v1/completions" and ex["status"] == 200
+    assert ex["response"]["choices"][0]["tokens"] == ["the", "cat", "sat"]
+    assert ex["receipt"]["request_sha256"] == ex["request"]["sha256"]
+    # where the client was, who served it, where the stores lie: not in a bundle
+    assert not {"client", "server_store", "server_pid", "server_address"} & set(ex)
+    digest = ex["receipt"]["server_manifest_digest"]
+    assert (live / "manifests" / f"{digest[7:]}.json").is_file()
+    statement = json.loads((live / UNSIGNED_NAME).read_text())
+    names = {d["name"] for d in statement["predicate"]["runDetails"]["byproducts"]}
+    assert {f"exchanges/{run['run_id']}.json", f"runs/{server}.json"} <= names
+
+
+@pytest.mark.parametrize("which", ["live", "final"])
+def test_verify_passes_with_every_receipt_checked(bundles, which):
+    run, server, live, final = bundles
+    rc, doc, text = _verify(live if which == "live" else final)
+    assert rc == 0, doc
+    assert [s["verdict"] for s in doc["steps"]][2:] == ["pass"] * 6
+    assert _step(doc, 8)["name"] == "exchange receipts"
+    assert server in _step(doc, 8)["details"][0]
+    assert "8. exchange receipts: pass" in text
+
+
+def test_the_api_key_is_nowhere_in_the_bundle(bundles):
+    _, _, live, final = bundles
+    for bundle in (live, final):
+        data = b"".join(p.read_bytes() for p in sorted(bundle.rglob("*")) if p.is_file())
+        assert SECRET.encode() not in data
+        assert b"Bearer" not in data.replace(b"Authorization: <redacted>", b"")
+
+
+def test_a_tampered_exchange_digest_fails_at_contents_then_at_receipts(bundles, tmp_path):
+    run, _, live, _ = bundles
+    bundle = tmp_path / "b"
+    shutil.copytree(live, bundle)
+    path = _exchanges(bundle, run)
+    doc = json.loads(path.read_text())
+    doc["exchanges"][0]["response"]["sha256"] = "0" * 64
+    path.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
+    rc, report, _ = _verify(bundle)  # the statement hashes the file: step 4 decides
+    assert rc == 1 and report["failed_step"] == 4, report
+    _rehash(bundle, path.relative_to(bundle).as_posix())  # a statement made to agree
+    rc, report, text = _verify(bundle)
+    assert rc == 1 and report["failed_step"] == 8, report
+    assert "response_sha256" in _step(report, 8)["details"][-1]
+    assert "verification FAILED at step 8 (exchange receipts)" in text
+
+
+def test_a_receipt_naming_a_manifest_the_server_never_had_fails_step_8(bundles, tmp_path):
+    run, _, live, _ = bundles
+    bundle = tmp_path / "b"
+    shutil.copytree(live, bundle)
+    path = _exchanges(bundle, run)
+    doc = json.loads(path.read_text())
+    doc["exchanges"][0]["receipt"]["server_manifest_digest"] = "sha256:" + "1" * 64
+    path.write_text(json.dumps(doc))
+    _rehash(bundle, path.relative_to(bundle).as_posix())
+    rc, report, _ = _verify(bundle)
+    assert rc == 1 and report["failed_step"] == 8
+    assert "is not one server run" in _step(report, 8)["details"][-1]
+
+
+def test_receipt_good_tampered_unknown_and_malformed(bundles, tmp_path):
+    run, _, live, _ = bundles
+    good = _receipt(live, run)
+    cases = {
+        "good": good,
+        "tampered": {**good, "response_sha256": "f" * 64},
+        "unknown": {**good, "server_run_id": "0123456789abcdef"},
+        "exchange": {"receipt": good, "path": "/v1/completions"},  # an exchange line as saved
+    }
+    for name, doc in cases.items():
+        (tmp_path / f"{name}.json").write_text(json.dumps(doc))
+    rc, report, text = _verify(live, "--receipt", str(tmp_path / "good.json"))
+    assert rc == 0 and _step(report, 9)["verdict"] == "pass", report
+    assert "9. receipt: pass" in text
+    rc, report, _ = _verify(live, "--receipt", str(tmp_path / "exchange.json"))
+    assert rc == 0
+    rc, report, text = _verify(live, "--receipt", str(tmp_path / "tampered.json"))
+    assert rc == 1 and report["failed_step"] == 9
+    assert "has its request but another response_sha256" in _step(report, 9)["details"][-1]
+    assert "verification FAILED at step 9 (receipt)" in text
+    rc, report, _ = _verify(live, "--receipt", str(tmp_path / "unknown.json"))
+    assert rc == 1 and "which this bundle does not hold" in _step(report, 9)["details"][-1]
+    (tmp_path / "bad.json").write_text('{"request_sha256": "ab"')
+    p = prov("verify", str(live), "--no-signature", "--receipt", str(tmp_path / "bad.json"),
+             env=dict(os.environ))
+    err = p.stderr.decode()
+    assert p.returncode == 2 and len(err.strip().splitlines()) == 1, err
+    (tmp_path / "half.json").write_text('{"request_sha256": "ab"}')
+    p = prov("verify", str(live), "--no-signature", "--receipt", str(tmp_path / "half.json"),
+             env=dict(os.environ))
+    assert p.returncode == 2 and "not a receipt" in p.stderr.decode()
+
+
+def test_a_bundle_without_exchanges_skips_step_8_and_refuses_a_receipt(bundles, tmp_path):
+    run, _, live, _ = bundles
+    results = tmp_path / "r.json"
+    results.write_text('{"metric": "x", "value": 1}')
+    out = tmp_path / "plain"
+    publish([results], sample_subject(), out, allow_unrecorded=True)
+    rc, report, text = _verify(out)
+    assert rc == 0 and _step(report, 8)["verdict"] == "skipped"
+    assert "8. exchange receipts: skipped" in text
+    (tmp_path / "good.json").write_text(json.dumps(_receipt(live, run)))
+    rc, report, _ = _verify(out, "--receipt", str(tmp_path / "good.json"))
+    assert rc == 1 and report["failed_step"] == 9
+
+
+def test_a_stray_run_record_is_refused(bundles, tmp_path):
+    run, server, live, _ = bundles
+    bundle = tmp_path / "b"
+    shutil.copytree(live, bundle)
+    path = _exchanges(bundle, run)
+    doc = json.loads(path.read_text())
+    doc["servers"] = []
+    doc["exchanges"] = []
+    path.write_text(json.dumps(doc))
+    _rehash(bundle, path.relative_to(bundle).as_posix())
+    rc, report, _ = _verify(bundle)
+    assert rc == 1 and report["failed_step"] == 8
+    assert f"runs/{server}.json" in _step(report, 8)["details"][-1]
