@@ -384,7 +384,7 @@ class _Verifier:
         except ProvError as exc:
             _fail(s, str(exc))
         servers = ", ".join(sorted(self.checked.servers))
-        s.details.append(f"{len(self.checked.receipts)} receipts name server run(s) {servers}: "
+        s.details.append(f"{len(self.checked.receipts)} receipt(s) name server run(s) {servers}: "
                          "records and manifests bundled, request and response digests are "
                          "their exchanges'")
         s.verdict = PASS
