@@ -52,3 +52,14 @@ def test_every_pattern_covers_a_clients_server_key_as_it_covers_the_key():
     assert sorted(c.key for c in refused.refused) == ["server.code.args.dtype",
                                                       "server.runtime.vllm.dtype"]
     assert gate(a, b, ["dtype"]).ok
+
+
+def test_a_servers_max_num_seqs_is_covered_by_the_scheduler_preset():
+    def client_of(seqs: int) -> Manifest:
+        return Manifest({"server": {"code": {"args": {"max_num_seqs": str(seqs)}},
+                                    "runtime": {"vllm": {"max_num_seqs": seqs}}}})
+
+    a, b = client_of(256), client_of(4)
+    assert sorted(c.key for c in gate(a, b, []).refused) == [
+        "server.code.args.max_num_seqs", "server.runtime.vllm.max_num_seqs"]
+    assert gate(a, b, ["scheduler"]).ok

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.exec_support import prov_cache, show_json  # noqa: F401 - fixtures
+from tests.exec_support import prov, prov_cache, show_json  # noqa: F401 - fixtures
 from tests.provenance.exec.serving.serving_support import (
     client,
     compare,
@@ -105,6 +105,8 @@ def test_a_client_is_bound_to_the_server_run_it_talked_to(first, senv):
     assert server["code"]["args"]["0"] == "the,cat,sat"
     assert "python" in server and "run_id" not in server.get("code", {})
     assert "server/exchanges.json" in runs["a"]["run_dir"]
+    shown = prov("show", runs["a"]["run_id"], env=senv).stdout.decode()
+    assert f"server  run {srv.run_id} (running) at {srv.url}: 1 exchange(s)" in shown, shown
 
 
 def test_each_exchange_has_digests_tokens_and_a_receipt_and_no_secret(first, senv):
