@@ -76,14 +76,25 @@ def _servers(root: Path, names: set[str], doc: dict[str, Any], where: str) -> di
     return out
 
 
+def receipt_problem(r: dict[str, Any]) -> str | None:
+    """What makes `r` no receipt (None: it has the five fields, each of its type)."""
+    missing = [k for k in RECEIPT_KEYS if k not in r]
+    if missing:
+        return f"lacks {', '.join(missing)}"
+    bad = [k for k in RECEIPT_KEYS[:4] if not isinstance(r[k], str)]
+    if not isinstance(r["time"], (int, float)) or isinstance(r["time"], bool):
+        bad.append("time")
+    return f"has a malformed {', '.join(bad)}" if bad else None
+
+
 def _exchange(e: Any, servers: dict[str, set], where: str) -> dict[str, Any]:
     if not isinstance(e, dict) or not isinstance(e.get("receipt"), dict):
         raise ProvError(f"{where}: an exchange without a receipt")
     seq, r = e.get("seq"), e["receipt"]
     at = f"{where} exchange seq {seq}"
-    missing = [k for k in RECEIPT_KEYS if k not in r]
-    if missing:
-        raise ProvError(f"{at}: its receipt lacks {', '.join(missing)}")
+    why = receipt_problem(r)
+    if why:
+        raise ProvError(f"{at}: its receipt {why}")
     sid = r["server_run_id"]
     if sid not in servers:
         raise ProvError(f"{at}: its receipt names server run {sid!r}, whose record is not in "
@@ -137,9 +148,10 @@ def read_receipt(path: Path) -> dict[str, Any]:
     doc = read_json(path, "receipt")
     if isinstance(doc, dict) and isinstance(doc.get("receipt"), dict):
         doc = doc["receipt"]
-    if not isinstance(doc, dict) or any(k not in doc for k in RECEIPT_KEYS):
-        raise ProvError(f"{path}: not a receipt (a JSON object with "
-                        f"{', '.join(RECEIPT_KEYS)})")
+    if not isinstance(doc, dict) or receipt_problem(doc):
+        why = receipt_problem(doc) if isinstance(doc, dict) else "is not a JSON object"
+        raise ProvError(f"{path}: not a receipt: it {why} (a receipt is a JSON object with "
+                        f"strings {', '.join(RECEIPT_KEYS[:4])} and a number time)")
     return {k: doc[k] for k in RECEIPT_KEYS}
 
 

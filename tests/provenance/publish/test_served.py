@@ -150,17 +150,26 @@ def test_a_tampered_exchange_digest_fails_at_contents_then_at_receipts(bundles, 
     assert rc == 1 and _failed_at(text, 8, "exchange receipts", "response_sha256"), text
 
 
-def test_a_receipt_naming_a_manifest_the_server_never_had_fails_step_8(bundles, tmp_path):
-    run, _, live, _ = bundles
+@pytest.mark.parametrize("named", ["first record", "never held"])
+def test_a_receipt_may_name_any_manifest_of_the_servers_record_chain(bundles, tmp_path, named):
+    run, _, _, final = bundles
     bundle = tmp_path / "b"
-    shutil.copytree(live, bundle)
+    shutil.copytree(final, bundle)
     path = _exchanges(bundle, run)
     doc = json.loads(path.read_text())
-    doc["exchanges"][0]["receipt"]["server_manifest_digest"] = "sha256:" + "1" * 64
+    [server] = doc["servers"]
+    first = server["record_chain"][0]["manifest_digest"]  # the started record's snapshot
+    assert first != server["manifest_digest"]
+    digest = first if named == "first record" else "sha256:" + "1" * 64
+    doc["exchanges"][0]["receipt"]["server_manifest_digest"] = digest
     path.write_text(json.dumps(doc))
     _rehash(bundle, path.relative_to(bundle).as_posix())
     rc, text = _verify(bundle)
-    assert rc == 1 and _failed_at(text, 8, "exchange receipts", "is not one server run"), text
+    if named == "first record":
+        assert rc == 0, text
+    else:
+        assert rc == 1 and _failed_at(text, 8, "exchange receipts", "is not one server run"), \
+            text
 
 
 def test_receipt_good_tampered_unknown_and_malformed(bundles, tmp_path):
