@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from provenance.gate.follows import Context, package_follows
+from provenance.gate.follows import Context, dtype_follows, package_follows
 from provenance.gate.patterns import covers_parts, parse_pattern
 
 
@@ -19,7 +19,8 @@ class Declared:
     @classmethod
     def of(cls, spec: str, patterns: tuple[str, ...], ctx: Context | None) -> Declared:
         parsed = tuple(parse_pattern(p) for p in patterns)
-        derived = package_follows(list(parsed), ctx) if ctx is not None else {}
+        derived = {**package_follows(list(parsed), ctx),
+                   **dtype_follows(list(parsed), ctx)} if ctx is not None else {}
         return cls(spec, parsed, {parse_pattern(k): (k, src) for k, src in derived.items()})
 
     def direct(self, key: tuple[str, ...]) -> bool:

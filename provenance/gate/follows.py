@@ -12,6 +12,10 @@ follow from that package, and only while they belong to it on every side that ha
 What a JIT compiled (`libs.<basename>.jit`) is an output of the code and configuration
 that ran, all of it identity elsewhere: it follows from the first spec that covered another
 difference of the pair, and from nothing when nothing declared differs (see check.py).
+An engine's KV cache asked as `auto` takes the model's dtype: where a spec covers a
+difference of `<engine>.dtype` (`runtime.vllm.dtype`, `server.runtime.vllm.dtype`) and both
+sides asked `kv_cache_dtype.requested = auto`, the cache's resolved dtype and the dtype its
+layers' tensors hold follow (`dtype_follows`); a KV cache asked by name never does.
 Each derived pattern is listed in the comparison under its spec with the key it follows
 from; nothing is waived silently.
 """
@@ -142,3 +146,24 @@ def one_side_library(key: tuple[str, ...], a: Manifest, b: Manifest) -> bool:
     if not isinstance(la, dict) or not isinstance(lb, dict):
         return False
     return (key[2] in la) != (key[2] in lb)
+
+
+AUTO_KV_FOLLOWERS = ("kv_cache_dtype.resolved", "attention_backend.layers.*.tensor_dtype")
+
+
+def dtype_follows(patterns: list[tuple[str, ...]], ctx: Context) -> dict[str, str]:
+    """derived pattern -> the dtype key it follows from: an `auto` KV cache's dtype follows
+    the model's, for every engine dtype difference the patterns cover."""
+    out: dict[str, str] = {}
+    for change in ctx.changes:
+        key = tuple(split_key(change.key))
+        if len(key) < 3 or key[-1] != "dtype" or key[-3] not in ("runtime",):
+            continue
+        if not any(covers_parts(p, key) for p in patterns):
+            continue
+        engine = key[:-1]  # e.g. ("runtime", "vllm") or ("server", "runtime", "vllm")
+        asked = join_key((*engine, "kv_cache_dtype", "requested"))
+        if ctx.a.get(asked) == "auto" and ctx.b.get(asked) == "auto":
+            for tail in AUTO_KV_FOLLOWERS:  # a pattern: its `*` is one segment, any name
+                out.setdefault(join_key(engine) + "." + tail, change.key)
+    return out

@@ -166,3 +166,28 @@ def test_a_real_library_loaded_on_one_side_only_is_no_difference(penv, tmp_path)
     csv = [k for k in doc["one_side"] if k.startswith('runtime.libs."_csv.')]
     assert csv and all(doc["one_side"][k]["b"] is None for k in csv)
     assert not [k for k in doc["refused"] if "_csv" in k]
+
+
+def _vllm(dtype: str, asked: str, resolved: str) -> dict:
+    return {"dtype": dtype, "kv_cache_dtype": {"requested": asked, "resolved": resolved},
+            "attention_backend": {"layers": {"Attention": {"tensor_dtype": resolved}}}}
+
+
+@pytest.mark.parametrize("where", [("runtime",), ("server", "runtime")])
+def test_an_auto_kv_cache_follows_the_dtype_a_preset_covers(where):
+    def side(dtype: str, asked: str, resolved: str) -> Manifest:
+        doc: dict = {"vllm": _vllm(dtype, asked, resolved)}
+        return Manifest({"server": {"runtime": doc}} if where[0] == "server" else
+                        {"runtime": doc})
+
+    prefix = ".".join(where) + ".vllm."
+    r = gate(side("float32", "auto", "float32"), side("bfloat16", "auto", "bfloat16"),
+             ["dtype"])
+    assert r.ok, [c.key for c in r.refused]
+    assert r.follows["dtype"] == {
+        prefix + "kv_cache_dtype.resolved": prefix + "dtype",
+        prefix + "attention_backend.layers.*.tensor_dtype": prefix + "dtype"}
+    # a cache asked by name keeps its own dtype: a change of it is no dtype's to cover
+    r = gate(side("float32", "fp8", "float32"), side("bfloat16", "fp8", "bfloat16"), ["dtype"])
+    assert {c.key for c in r.refused} == {prefix + "kv_cache_dtype.resolved",
+                                          prefix + "attention_backend.layers.Attention.tensor_dtype"}
