@@ -7,7 +7,6 @@ from the spec's `python=` option, else PROV_VLLM_PYTHON, else this interpreter.
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -121,9 +120,13 @@ def worker_argv(config: EngineConfig, model: Path, tokens: Path, out: Path,
 
 def standalone(argv: list[str], *, name: str, env: dict[str, str],
                outputs: tuple[Path, ...] = (), params: dict[str, Any] | None = None) -> Launched:
-    """Run the worker as a plain child process (no run record, no gate possible)."""
-    proc = subprocess.run(argv, env={**os.environ, **env}, capture_output=True, text=True)
-    return Launched(proc.returncode, stderr_tail=proc.stderr[-2000:])
+    """Run the worker as a plain child process: no run record, no gate possible, but what
+    the engine resolved is read by the same in-process probe as under `prov exec` (a
+    worker's own word is never its runtime)."""
+    from provenance.exec import run_probed
+
+    done = run_probed(argv, env)
+    return Launched(done.returncode, stderr_tail=done.stderr[-2000:], runtime=done.runtime)
 
 
 def supervised(store: Any = None, stream: bool = False) -> Launcher:

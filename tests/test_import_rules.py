@@ -66,6 +66,8 @@ RULES: tuple[Rule, ...] = (
     Rule(("provenance.__main__",), public=("provenance.cli",)),
     # `prov keygen`'s keys: part of publishing until it moves into provenance/publish/.
     Rule(("provenance.keys",), deep=("provenance.model",)),
+    # `prov serve`'s front: a program run under the supervisor (its recorder is the probe's)
+    Rule(("provenance.serve",), deep=("provenance.model",)),
     Rule(("provenance",)),  # the package itself: `import provenance` stays cheap
     Rule(("runners",), deep=("provenance.model",),
          public=("provenance.store", "provenance.gate", "provenance.exec")),

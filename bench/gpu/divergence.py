@@ -160,6 +160,7 @@ def _load_run(work: Path, result: Path):
 
     meta = json.loads((work / "run0" / "run.json").read_text())
     res = json.loads((result / "result.json").read_text())
+    meta["runtime"] = res["runtime"]  # the probe's reading, kept in the result (repeat.py)
     with np.load(work / "run0" / "scores.npz") as z:
         scores = z["scores"]
         hidden = z["final_hidden"] if "final_hidden" in z.files else None
@@ -244,8 +245,9 @@ def table(results: Path) -> str:
         except OSError:
             continue
         s = r["summary"]
-        rt = r["runtime"].get("transformers", {}).get("attention_backend", {})
-        kern = rt.get("sdpa_kernel", {}).get("resolved", rt.get("resolved"))
+        # the kernel(s) torch's sdpa chose, as the probe saw them; eager calls no sdpa
+        kernels = (r["runtime"].get("torch") or {}).get("sdpa_kernels") or {}
+        kern = ", ".join(sorted(set(kernels.values()))) or "none (no sdpa call)"
         where = f"{s.get('layer')} / {s.get('block')}" if s["verdict"] != "bit-identical" else "-"
         grid = f"{s.get('layers')} x {s.get('blocks')}"
         lines.append(f"| {d.name[7:]} | {r.get('positions', {}).get('n_tokens')} "

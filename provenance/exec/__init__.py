@@ -9,6 +9,8 @@ The public surface (everything else in this package is internal):
   the final record. `RunResult` holds the run id, exit status, record digest and record.
 - `environment_digest(python=None) -> str`: the identity digest of the environment a
   command would run in, as `prov exec` snapshots it (sweeps reuse a cell only there).
+- `run_probed(argv, env) -> Probed`: run a command under the in-process probe without a
+  record; its exit status, stderr and the `runtime` section a record would hold.
 - `FACTS_FILE`: the file under `$PROV_RUN_DIR` whose top-level sections join the run's
   manifest (workloads write it with `runners.runfacts.add_run_facts`, stdlib only).
 
@@ -16,12 +18,15 @@ The modules, one job each: environment (interpreter, snapshot, git, the command'
 record (the started/failed records, resources), process (process group, terminal,
 signals), tee (stdout/stderr into the store), watch (the loop: pump, sample, reap),
 libraries (/proc/<pid>/maps sampling and file hashing), outputs (declared outputs and the
-run dir), facts (facts.json), drift, supervise (the orchestration). The run's manifest is
-built by `provenance.store.manifests.run_manifest`, the one rule every reader shares.
+run dir), facts (facts.json), drift, supervise (the orchestration), probed (a probed
+run without a record). The run's manifest is built by
+`provenance.store.manifests.run_manifest`, the one rule every reader shares.
 """
 
 from provenance.exec.environment import environment_digest
 from provenance.exec.facts import FACTS_FILE
+from provenance.exec.probed import Probed, run_probed
 from provenance.exec.supervise import RunResult, run_supervised
 
-__all__ = ["FACTS_FILE", "RunResult", "environment_digest", "run_supervised"]
+__all__ = ["FACTS_FILE", "Probed", "RunResult", "environment_digest", "run_probed",
+           "run_supervised"]

@@ -33,6 +33,8 @@ PRESETS: dict[str, tuple[str, ...]] = {
         "env.VLLM_USE_TRITON_FLASH_ATTN",
         "env.VLLM_FLASH_ATTN_VERSION",
         "env.SGLANG_ATTENTION_BACKEND",
+        # what a server behind `prov serve` said of itself (serve/describe.py)
+        "upstream.**.attention_backend",
     ),
     "kv-cache-dtype": (
         "runtime.*.kv_cache_dtype",
@@ -47,6 +49,10 @@ PRESETS: dict[str, tuple[str, ...]] = {
         "runtime.*.calculate_kv_scales",
         "runtime.*.kv_scales",
         "env.VLLM_KV_CACHE_DTYPE",
+        "upstream.**.kv_cache_dtype",
+        "upstream.**.cache_dtype",
+        "upstream.**.cache_type_k",  # llama.cpp's server
+        "upstream.**.cache_type_v",
     ),
     "weights": (
         "model.files",  # the model files a run read, by content (exec/probe/model_files.py)
@@ -71,6 +77,9 @@ PRESETS: dict[str, tuple[str, ...]] = {
         "runtime.*.tokenizers.*.name_or_path",
         "runtime.*.tokenizers.*.revision",
         "runtime.*.tokenizers.*.chat_template_sha256",
+        "upstream.models",
+        "upstream.**.model",
+        "upstream.**.model_path",  # llama.cpp's /props
     ),
     # the other files a run read (prompts, eval text, arrays), by content (exec/probe/inputs.py)
     "inputs": (
@@ -84,6 +93,7 @@ PRESETS: dict[str, tuple[str, ...]] = {
         "run.params.quantization",
         "code.args.quantization",
         "inputs.files.*.values.**.quantization",
+        "upstream.**.quantization",
     ),
     # torch's flags are read by one reader (collectors/standalone/torch_state.py) into two
     # facts: `torch.flags.*` the defaults a fresh process gets (the snapshot),
@@ -125,6 +135,7 @@ PRESETS: dict[str, tuple[str, ...]] = {
         "runtime.*.models.*.dtype",
         # each sdpa call signature names its dtype: a dtype change renames every one of them
         "runtime.torch.sdpa_kernels",
+        "upstream.**.dtype",
     ),
 }
 # Never worth refusing a comparison over; still listed in the record as ignored.

@@ -121,6 +121,9 @@ CLASSIFICATION: tuple[tuple[str, LeafKind], ...] = (
     ("code.command", C),
     # where a server listens is not what it computes (two starts of one server, `--port`)
     ("code.args.port", C),
+    # and where the server behind `prov serve`'s front listens: what it computes is in its
+    # own words (`upstream.*`), not in its address
+    ("code.args.upstream", C),
     ("code.args.host", C),
     ("code.script.path", C),
     ("code.script.changed_during_run", C),

@@ -82,10 +82,10 @@ def test_perturbed_configurations_report_verdicts_and_recovery(replayed):
             last = first is None or first == len(oks) - 1  # no later turn to recover in
             assert c[mode]["recovered"] == (None if last else any(oks[first + 1:]))
             assert s["matrix"][c["config"]][mode] == [t["verdict"] for t in turns]
-    # the record says what ran: the emulated caches and the bf16 weights
+    # the record says what ran, as the probe read it: the bf16 weights of the loaded model
     rt = {c["config"]: c["runtime"]["transformers"] for c in s["configs"]}
-    assert rt[CONFIGS[2]]["kv_cache_dtype"]["resolved"] == "int4-emulated"
-    assert rt[CONFIGS[1]]["dtype"]["resolved"] == "bfloat16"
+    assert rt[CONFIGS[1]]["models"]["0"]["dtype"] == "bfloat16"
+    assert rt[CONFIGS[0]]["models"]["0"]["dtype"] == "float32"
     # ternary keys and values cannot carry this model: not every call survives
     assert not s["all_reproduced"][CONFIGS[3]]
 
@@ -126,13 +126,16 @@ def test_result_record_card_and_gate(replayed, replay_model):
     store = open_store(tmp / "store")
     runs = [store.get_run(x["run_id"]) for x in doc["runs"]]
     assert len(runs) == 4
+    # the emulated cache is prov's own code, not the engine's: its parameter and argument
+    # say what ran, and they are identity (the kv-cache-dtype preset covers them)
     facts = store.run_manifest(runs[2].record).facts
-    assert facts["runtime"]["transformers"]["kv_cache_dtype"]["resolved"] == "int4-emulated"
+    assert facts["run"]["params"]["kv_cache_dtype"] == "int4-emulated"
+    assert facts["code"]["args"]["kv_cache_dtype"] == "int4"
     assert runs[0].record.params["workstream_ids_digest"] == r.ids_digest
     for cmp_ in doc["comparisons"]:
         assert cmp_["gate"] == "passed"
-    assert "runtime.transformers.kv_cache_dtype.resolved" in \
-        doc["comparisons"][1]["varied_keys"]["kv-cache-dtype"]
+    assert {"run.params.kv_cache_dtype", "code.args.kv_cache_dtype"} <= \
+        set(doc["comparisons"][1]["varied_keys"]["kv-cache-dtype"])
 
 
 def test_gate_refuses_an_undeclared_difference(replay_model, tmp_path):

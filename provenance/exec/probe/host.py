@@ -12,6 +12,7 @@ returns facts sections to merge into the run's manifest:
 - `runtime.libs.<soname>.*` and `probe.libraries.*` (see `libs`);
 - `runtime.transformers.*` (see `engines`) and `model.files.<relpath>.*` (`model_files`);
 - `inputs.files.<name>.*`: the other files the run read, by content (`inputs`);
+- `upstream.*`: what a server behind `prov serve`'s front said of itself (`engines`);
 - `env.<NAME>` (variables the processes read), `runtime.process_env.<NAME>` (a
   process's environment at start differing from the command's) and `probe.child_env`
   (the same for the processes the run started), see `envread`.
@@ -192,7 +193,7 @@ def collect(run_dir: str | Path, command: Sequence[str] | None = None,
     the declared `outputs` (relative to `cwd`), the run directory and the script are written
     by what they are (`probe/argv.py`)."""
     from provenance.exec.probe.code import command_facts, module_facts, script_facts
-    from provenance.exec.probe.engines import transformers_facts, vllm_facts
+    from provenance.exec.probe.engines import transformers_facts, upstream_facts, vllm_facts
     from provenance.exec.probe.envread import (
         child_env_facts,
         process_env_facts,
@@ -229,6 +230,9 @@ def collect(run_dir: str | Path, command: Sequence[str] | None = None,
             if found:
                 runtime[engine] = found
         facts.update(what_read)
+        upstream = upstream_facts(on)
+        if upstream:
+            facts["upstream"] = upstream
         command_env = read_command_env(run_dir / "probe")
         process_env = process_env_facts(on, command_env)
         if process_env:

@@ -113,7 +113,8 @@ def parse(doc: Any, file: str = "") -> Process | None:
         maps=_strings(maps) if isinstance(maps, list) else None,
         mapped_weights=_strings(doc.get("mapped_weights")),
         script=_table(doc.get("script")) or None,
-        engines={k: _table(doc.get(k)) for k in ("transformers", "vllm") if k in doc},
+        engines={k: _table(doc.get(k)) for k in ("transformers", "vllm", "upstream")
+                 if k in doc},
         errors=_strings(doc.get("errors")), file=file, cwd=str(doc.get("cwd", "")),
         files_read=_names(files.get("read")), files_written=_names(files.get("written")),
         env_read=_names(_table(doc.get("env")).get("read")),
