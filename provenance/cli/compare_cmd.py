@@ -66,6 +66,41 @@ def _output_line(o) -> str:
     return f"{name}: {STATE_WORDS[o.state]}" + (f" ({seen})" if seen else "")
 
 
+def render_exchanges(c, con) -> None:
+    """Two bound client runs' exchanges: matched, identical, the first differing token,
+    top-1 agreement where logprobs came back (information, never refusing)."""
+    if c.exchanges is None:
+        return
+    doc = c.exchanges.to_json()
+    line = (f"exchanges: {doc['matched']} matched ({doc['identical']} identical, "
+            f"{doc['differing']} differing)")
+    if doc["unmatched_a"] or doc["unmatched_b"]:
+        line += f", unmatched A {doc['unmatched_a']}, B {doc['unmatched_b']}"
+    lp = doc["logprobs"]
+    if lp["compared"]:
+        line += f"; logprobs identical in {lp['identical']} of {lp['compared']}"
+    top1 = doc["top1"]
+    if top1["positions"]:
+        line += (f"; top-1 agreement {top1['agree']}/{top1['positions']} "
+                 f"({100 * top1['ratio']:.1f}%)")
+    _plain(con, line)
+    for d in doc["differences"]:
+        _plain(con, f"  {d['path']} (A #{d['a_seq']}, B #{d['b_seq']}): "
+                    f"{_difference(d['first_difference'])}")
+
+
+def _difference(diff: dict | None) -> str:
+    if not diff:
+        return "differs"
+    if "position" in diff:
+        if diff["position"] < 0:
+            return f"choice {diff['choice']}: same tokens, other text"
+        return (f"choice {diff['choice']}: first differing token at {diff['position']}: "
+                f"A {diff['a']!r}, B {diff['b']!r}")
+    name, (a, b) = next(iter(diff.items()))
+    return f"{name}: A {a}, B {b}"
+
+
 UNFINISHED_WORDS = {
     "abandoned": "abandoned: its prov was killed before the run ended; its record holds what "
                  "the run left (probe facts, logs), not its exit status, libraries or drift",
@@ -99,6 +134,7 @@ def _render(c, con) -> None:
     for spec in result.unused:
         con.print(f"[yellow]note[/yellow]: --vary {spec} covers no difference")
     render_outputs(c, con)
+    render_exchanges(c, con)
 
 
 @app.command()

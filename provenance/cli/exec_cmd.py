@@ -34,6 +34,9 @@ def exec_(
     param: list[str] = typer.Option(
         [], "--param", "-p", help="A KEY=VALUE run parameter, recorded as run.params.KEY."
     ),
+    server: str = typer.Option(
+        None, "--server", help="URL of a server run on another machine (its prov identity at "
+        "URL/prov/v1/identity) to bind the run to; one on this machine needs no option."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No summary line on stderr."),
     as_json: bool = typer.Option(
         False, "--json", help="Stdout is one JSON run summary, printed after CMD finished; "
@@ -53,7 +56,8 @@ def exec_(
         raise ProvError("no command given (usage: prov exec [OPTIONS] -- CMD ARGS...)")
     tags, params = parse_pairs(tag, "--tag"), parse_pairs(param, "--param")
     with _stdout_to_stderr(as_json):  # `prov exec --json -- CMD | jq` reads only the summary
-        result = run_supervised(command, name=name, outputs=output, tags=tags, params=params)
+        result = run_supervised(command, name=name, outputs=output, tags=tags, params=params,
+                                server=server)
     if as_json:
         from provenance.cli.output import print_json
 

@@ -114,6 +114,9 @@ def _print_show(info, rec, all_libs: bool = False) -> None:
     from provenance.exec.probe.show import engine_rows
 
     rows += engine_rows(rec.facts or {})  # what the in-process probe saw
+    from provenance.exec.serving.show import server_rows
+
+    rows += server_rows(rec.facts or {})  # the server runs a client talked to
     rows += _library_rows(rec.loaded_libraries or [], all_libs)
     rows += _drift_rows(rec.drift or {})
     res = rec.resources or {}

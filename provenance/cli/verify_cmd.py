@@ -4,7 +4,7 @@ The command dispatches and renders; each room owns its own verification:
 - `--lock FILE [SOURCE]`: `lockfiles` (environment locks: `lock_cmd`; image locks:
   `verify_image`);
 - `BUNDLE` (a directory, .tar.gz or registry reference): `provenance.publish`, whose report
-  is printed here step by step;
+  is printed here step by step; `--receipt FILE` adds a step checking one exchange receipt;
 - `--model DIR` with `--run RUN` and/or `--signature FILE`: a model directory's files against
   a run's recorded digests or an OpenSSF model-signing signature (`verify_model`).
 """
@@ -38,8 +38,13 @@ def verify(
     run: str = typer.Option(None, "--run", help="With --model: the digests this run recorded."),
     signature: Path = typer.Option(
         None, "--signature", help="With --model: an OpenSSF model-signing signature (model.sig)."),
+    receipt: Path = typer.Option(
+        None, "--receipt",
+        help="With a BUNDLE: check one exchange receipt (JSON) a client saved against it."),
 ) -> None:
     """Verify a published bundle, an image/environment against its lock, or a model directory."""
+    if receipt is not None and (model is not None or lock is not None):
+        raise ProvError("--receipt is checked against a BUNDLE, not with --model or --lock")
     if model is not None or run is not None or signature is not None:
         if model is None:
             raise ProvError("--run and --signature check a model directory: give --model DIR")
@@ -67,7 +72,12 @@ def verify(
         raise ProvError(f"{target}: no such bundle")  # a missing input is 2, as for --lock
     from provenance.publish.remote import verify_target
 
-    report = verify_target(target, key, no_signature)
+    wanted = None
+    if receipt is not None:
+        from provenance.publish.receipts import read_receipt
+
+        wanted = read_receipt(receipt)  # malformed: bad input, exit 2
+    report = verify_target(target, key, no_signature, wanted)
     if as_json:
         from provenance.cli.output import print_json
 

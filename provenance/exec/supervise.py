@@ -48,6 +48,7 @@ from provenance.exec.record import (
     started_record,
 )
 from provenance.exec.recover import partial_log_prefix
+from provenance.exec.serving import bind_client
 from provenance.exec.watch import watch
 from provenance.model.errors import ProvError
 from provenance.model.redact import redact_diff, store_key
@@ -86,6 +87,7 @@ class _Run:
     run_dir: Path
     env_extra: Mapping[str, str] | None
     t0: float
+    server: str | None = None  # `--server URL`: the server run to bind to (exec/serving)
 
 
 def run_supervised(
@@ -100,12 +102,14 @@ def run_supervised(
     params: Mapping[str, Any] | None = None,
     cwd: str | Path | None = None,
     sample_libraries: bool = True,
+    server: str | None = None,
 ) -> RunResult:
     """Run `argv` as a recorded run; returns its id, exit status and final record digest.
 
     `tags` are free labels (context); `params` are the run's declared parameters, stored
     under `run.params` of its manifest where the gate presets look for them. With
-    `stream=False` the output goes only into the store.
+    `stream=False` the output goes only into the store. `server`: the URL of a server run on
+    another machine to bind the run to (one on this machine is found without it).
     """
     if not argv:
         raise ProvError("no command given (usage: prov exec [OPTIONS] -- CMD ARGS...)")
@@ -130,7 +134,8 @@ def run_supervised(
     run_dir = store.run_dir(record.run_id)
     run_dir.mkdir(parents=True, exist_ok=True)
     started = start_run(store, record, snap, git_diff)
-    run = _Run(store, record, started, argv, snap, python, workdir, run_dir, env_extra, t0)
+    run = _Run(store, record, started, argv, snap, python, workdir, run_dir, env_extra, t0,
+               server)
     try:
         return _execute(run, outputs, stream, sample_libraries)
     except BaseException as exc:
@@ -253,6 +258,8 @@ def _finish(run: _Run, final: RunRecord, outputs: Sequence[str | Path],
     facts = run_facts(run.run_dir, run.snap.text, run.argv, run.workdir,  # consumes probe/
                       [run.workdir / p for p in outputs], run_section(run.record),
                       store_key(run.store.root), warnings)
+    if served := bind_client(run.run_dir, run.store, warnings, run.server):
+        facts["server"] = served  # the server runs it talked to (exec/serving)
     run_files = ingest_run_dir(run.run_dir, run.store)
     libs = (sampler.results(env=_command_env(run), versions=package_versions(run.snap.text))
             if sampler else [])

@@ -1,6 +1,7 @@
 """`compare_runs`: the one comparison every caller uses (`prov compare`, `prov run`, sweeps,
 the selftest): resolve both sides -> the libraries both runs loaded and who owns them -> the
-gate -> the declared outputs beside the verdict -> the comparison record, stored when the
+gate -> the declared outputs and the exchanges with their servers beside the verdict -> the
+comparison record, stored when the
 comparison passes."""
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from typing import Any
 
 from provenance.gate.check import GateResult, gate
 from provenance.gate.config import GateConfig, load_config
+from provenance.gate.exchanges import ExchangeComparison, compare_exchanges, exchanges_of
 from provenance.gate.follows import Owners, library_owners
 from provenance.gate.libraries import common_libraries
 from provenance.gate.outputs import OutputComparison, compare_outputs, outputs_json
@@ -29,6 +31,7 @@ class Comparison:
     libraries_compared: int
     record: str | None = None  # the stored comparison record (a passing comparison only)
     outputs: list[OutputComparison] | None = None  # None unless both sides are runs
+    exchanges: ExchangeComparison | None = None  # both runs bound to server runs
 
     @property
     def ok(self) -> bool:
@@ -40,6 +43,8 @@ class Comparison:
         doc["loaded_libraries_compared"] = self.libraries_compared
         if self.outputs is not None:
             doc["outputs"] = outputs_json(self.outputs)
+        if self.exchanges is not None:
+            doc["exchanges"] = self.exchanges.to_json()
         if self.record:
             doc["record"] = self.record
         if self.unfinished:
@@ -79,6 +84,14 @@ def _outputs(ra: Resolved, rb: Resolved) -> list[OutputComparison] | None:
     return compare_outputs(ra.run.record.outputs or {}, rb.run.record.outputs or {})
 
 
+def _exchanges(store: Store | None, ra: Resolved, rb: Resolved) -> ExchangeComparison | None:
+    """Both runs' exchanges with their servers, matched (exchanges.py)."""
+    if ra.run is None or rb.run is None or store is None:
+        return None
+    a, b = exchanges_of(store, ra.run.record), exchanges_of(store, rb.run.record)
+    return compare_exchanges(a, b) if a is not None and b is not None else None
+
+
 def compare_runs(store: Store | None, a: str | Resolved, b: str | Resolved, vary: Sequence[str],
                  config: GateConfig | None = None,
                  extra_ignore: Sequence[str] = (), record: bool = True) -> Comparison:
@@ -97,7 +110,7 @@ def compare_runs(store: Store | None, a: str | Resolved, b: str | Resolved, vary
     result = gate(ra.manifest, rb.manifest, list(vary), config, libs=libs,
                   owners=_owners(ra, rb))
     done = Comparison(ra, rb, list(vary), config, result, len(libs[0]) if libs else 0,
-                      outputs=_outputs(ra, rb))
+                      outputs=_outputs(ra, rb), exchanges=_exchanges(store, ra, rb))
     if result.ok and record:
         done.record = _record(store, done)
     return done

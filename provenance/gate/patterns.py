@@ -2,7 +2,8 @@
 
 Patterns use the classification table's syntax on key segments: `*` is one segment, `**`
 any number, `PIP_*` a glob within a segment (`provenance.model.keys.matches`, the one
-matcher); `python.packages.numpy` covers its version and fingerprint.
+matcher); `python.packages.numpy` covers its version and fingerprint, and a client's
+`server.python.packages.numpy` too (the server it talked to).
 """
 
 from __future__ import annotations
@@ -19,9 +20,17 @@ def parse_pattern(pattern: str) -> tuple[str, ...]:
         raise ProvError(f"{pattern!r}: not a valid key pattern") from None
 
 
+SERVER = "server"  # a client's copy of its server run's identity (exec/serving)
+
+
 def covers_parts(pattern: tuple[str, ...], key: tuple[str, ...]) -> bool:
-    """True if `pattern` matches `key` or one of its ancestors (a subtree)."""
-    return matches(pattern, key, subtree=True)
+    """True if `pattern` matches `key` or one of its ancestors (a subtree). A client's
+    `server.K` is the server's key K: every pattern covers it as it covers K (one rule, so
+    each preset and ignore covers the server behind a client as it covers the run's own)."""
+    if matches(pattern, key, subtree=True):
+        return True
+    return (len(key) > 1 and key[0] == SERVER and pattern[:1] != (SERVER,)
+            and matches(pattern, key[1:], subtree=True))
 
 
 def covers(pattern: str, key: str) -> bool:

@@ -121,6 +121,17 @@ PRESETS: dict[str, tuple[str, ...]] = {
         "code.args",
         "code.script",
     ),
+    # vLLM's scheduler limits: how many sequences share a batch, and how many tokens
+    "scheduler": (
+        "runtime.*.max_num_seqs",
+        "runtime.*.max_num_batched_tokens",
+        "code.args.max_num_seqs",
+        "code.args.max_num_batched_tokens",
+        "run.params.max_num_seqs",
+        "run.params.max_num_batched_tokens",
+        "inputs.files.*.values.**.max_num_seqs",
+        "inputs.files.*.values.**.max_num_batched_tokens",
+    ),
     "dtype": (
         "runtime.*.dtype",
         "runtime.dtype",

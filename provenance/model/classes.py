@@ -141,6 +141,10 @@ CLASSIFICATION: tuple[tuple[str, LeafKind], ...] = (
     # a JIT-compiled library is known by its cache key (`libs.<name>.jit`); its bytes differ
     # between two fresh caches of one configuration (gate/libraries.py)
     ("libs.*.sha256", C),
+    # the server run a client talked to (exec/serving): its identity keys are copied under
+    # `server.*` and stay identity; which run, where and how many exchanges are context
+    *((f"server.{name}", C) for name in ("run_id", "store", "state", "manifest_digest",
+                                         "url", "exchanges.**")),
     ("**", I),
 )
 

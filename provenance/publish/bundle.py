@@ -6,6 +6,9 @@ Layout (a directory, or the same tree as a deterministic .tar.gz):
     manifests/<digest hex>.json    the manifests the runs recorded
     sbom.cdx.json                  CycloneDX 1.6 SBOM of the manifest
     disclosures/<name>.kl-card.json  KL disclosure cards, copied out of their results
+    exchanges/<client run id>.json the exchanges of a client run bound to server runs, with
+                                   their receipts (served.py); the server runs' records and
+                                   manifests then lie under runs/ and manifests/ too
     attestation.dsse.json          DSSE envelope (signed), or
     attestation.intoto.json        the bare statement (unsigned)
 """
@@ -120,8 +123,10 @@ class _Tree:
 
     def __init__(self, root: Path) -> None:
         self.root = root
+        self.names: set[str] = set()
 
     def put(self, rel: str, data: bytes, media: str | None = None) -> dict:
+        self.names.add(rel)
         target = self.root / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)
@@ -147,6 +152,31 @@ def _byproducts(tree: _Tree, subject: Subject, cards: dict[str, dict]) -> list[d
     for name, card in sorted(cards.items()):
         out.append(tree.put(f"disclosures/{name}.kl-card.json", _json_bytes(card),
                             "application/json"))
+    if subject.run is not None:
+        out.extend(_served(tree, subject.run.record))
+    return out
+
+
+def _served(tree: _Tree, record: dict) -> list[dict]:
+    """A bound client's exchanges, and each server run's record and manifests; a manifest
+    the bundle already holds (a server with the client's very environment) is not doubled."""
+    from provenance.publish.served import collect
+
+    served = collect(record)
+    if served is None:
+        return []
+    out = []
+    for server in served.servers:
+        rel = f"runs/{server.run_id}.json"
+        if rel in tree.names:
+            raise ProvError(f"run {server.run_id} is its own server; nothing to bind")
+        out.append(tree.put(rel, _json_bytes(redact_record(server.record)), "application/json"))
+        for digest, manifest in server.manifests.items():
+            rel = f"manifests/{digest.split(':', 1)[1]}.json"
+            if rel not in tree.names:
+                out.append(tree.put(rel, manifest.to_json().encode(), "application/json"))
+    rel = f"exchanges/{record.get('run_id')}.json"
+    out.append(tree.put(rel, _json_bytes(served.exchanges), "application/json"))
     return out
 
 

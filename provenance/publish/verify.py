@@ -18,6 +18,11 @@ Steps (numbered here and in the output, like sigstore-python's verifier):
   6. SBOM: strictly valid CycloneDX 1.6, and the whole component list (Python, Debian, GPU
      stack, OS) is the one the bundled manifest gives
   7. KL disclosure cards: every result declaring a KL figure has a complete card
+  8. exchange receipts: every receipt of a bound client's exchanges names a server run
+     whose record is bundled, a manifest digest of that run's records (each manifest
+     bundled, its identity digest recomputed) and its exchange's request and response
+     digests; "skipped" when the bundle holds no exchanges
+  9. receipt (only with --receipt FILE): an exchange of the bundle carries exactly it
 """
 
 from __future__ import annotations
@@ -87,7 +92,9 @@ NAMES = (
     "run records and manifests",
     "SBOM valid and consistent",
     "KL disclosure cards",
+    "exchange receipts",
 )
+RECEIPT_STEP = "receipt"
 
 
 class _Fail(Exception):
@@ -101,9 +108,12 @@ def _fail(step: Step, message: str) -> None:
 
 
 def verify_bundle(target: str, key_path: Path | None = None,
-                  no_signature: bool = False) -> Report:
-    """Verify `target`; without `key_path` only `no_signature=True` lets it pass."""
+                  no_signature: bool = False, receipt: dict | None = None) -> Report:
+    """Verify `target`; without `key_path` only `no_signature=True` lets it pass. With
+    `receipt` (receipts.read_receipt's), a 9th step checks that one receipt."""
     report = Report(target, [Step(i + 1, n) for i, n in enumerate(NAMES)])
+    if receipt is not None:
+        report.steps.append(Step(len(NAMES) + 1, RECEIPT_STEP))
     tmp = None
     try:
         root = Path(target)
@@ -114,7 +124,7 @@ def verify_bundle(target: str, key_path: Path | None = None,
             except ProvError as exc:
                 _fail(report.steps[0], str(exc))
             root = tmp
-        _Verifier(report, root, key_path, no_signature).run()
+        _Verifier(report, root, key_path, no_signature, receipt).run()
     except _Fail:
         pass
     finally:
@@ -163,9 +173,9 @@ class _Verifier:
     """One verification: each `stepN` method fills its step or fails it."""
 
     def __init__(self, report: Report, root: Path, key_path: Path | None,
-                 no_signature: bool) -> None:
+                 no_signature: bool, receipt: dict | None = None) -> None:
         self.report, self.root, self.s = report, root, report.steps
-        self.key_path, self.no_signature = key_path, no_signature
+        self.key_path, self.no_signature, self.receipt = key_path, no_signature, receipt
 
     def run(self) -> None:
         self.step1_opened()
@@ -175,6 +185,9 @@ class _Verifier:
         self.step5_run_and_manifest()
         self.step6_sbom()
         self.step7_cards()
+        self.step8_exchanges()
+        if self.receipt is not None:
+            self.step9_receipt()
 
     # 1. bundle opened
     def step1_opened(self) -> None:
@@ -353,3 +366,38 @@ class _Verifier:
             s.details.append(f"{subj['name']}: all nine items disclosed")
         if not self.report.cards:
             s.details.append("no result declares a KL figure")
+
+    # 8. exchange receipts
+    def step8_exchanges(self) -> None:
+        from provenance.publish.receipts import check_exchanges
+
+        s = self.s[7]
+        names = [d["name"] for d in self.byproducts]
+        self.checked = None
+        if not any(n.startswith("exchanges/") for n in names):
+            s.details.append("no exchanges in this bundle (the run is bound to no server run)")
+            return  # skipped, never pass: nothing was checked
+        run_id = (self.statement["predicate"]["runDetails"].get("metadata") or {}) \
+            .get("invocationId")
+        try:
+            self.checked = check_exchanges(self.root, names, run_id)
+        except ProvError as exc:
+            _fail(s, str(exc))
+        servers = ", ".join(sorted(self.checked.servers))
+        s.details.append(f"{len(self.checked.receipts)} receipt(s) name server run(s) {servers}: "
+                         "records and manifests bundled, request and response digests are "
+                         "their exchanges'")
+        s.verdict = PASS
+
+    # 9. one receipt a third party holds
+    def step9_receipt(self) -> None:
+        from provenance.publish.receipts import check_receipt
+
+        s = self.s[8]
+        if self.checked is None:
+            _fail(s, "the bundle holds no exchanges, so no receipt of it can be checked")
+        try:
+            s.details.append(check_receipt(self.receipt, self.checked))
+        except ProvError as exc:
+            _fail(s, str(exc))
+        s.verdict = PASS

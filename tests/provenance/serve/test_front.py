@@ -80,6 +80,16 @@ def _client(env: dict[str, str], cwd: Path, port: int, mode: str) -> str:
     return json.loads(p.stdout)["run_id"]
 
 
+def _live_upstream(run: str, env: dict[str, str]) -> dict:
+    """The front's live `upstream` facts, once its supervisor has taken them in."""
+    for _ in range(600):
+        facts = show_json(run, env).get("facts") or {}
+        if "upstream" in facts:
+            return facts["upstream"]
+        time.sleep(0.2)
+    raise AssertionError("no live upstream facts")
+
+
 def _identity(port: int) -> dict:
     return json.loads(_get(f"http://127.0.0.1:{port}/prov/v1/identity"))
 
@@ -101,8 +111,7 @@ def front(penv, tmp_path):
 def test_the_front_is_a_server_run_and_its_clients_are_bound(front, penv, tmp_path):
     f = front("float32")
     run = _identity(f.port)["server_run_id"]  # the front answers prov's identity route
-    live = show_json(run, penv)  # while it serves: the upstream's self-description
-    upstream = live["facts"]["upstream"]
+    upstream = _live_upstream(run, penv)  # while it serves: the upstream's self-description
     assert upstream["version"] == {"version": "0.0-plain"}
     assert upstream["config"]["model_config"]["dtype"] == "float32"
     assert upstream["config"]["api_key"] != "sk-hidden-1"  # a secret-named field is hidden

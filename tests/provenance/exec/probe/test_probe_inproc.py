@@ -16,6 +16,10 @@ from tests.provenance.exec.probe.probe_support import (
 
 def test_inproc_code_is_python38_syntax_and_imports_only_stdlib_and_itself():
     allowed = {"os", "sys", "time", "_thread", "atexit", "importlib", "weakref"}
+    # the exchange recorder runs only inside a Starlette server, which has loaded these
+    # itself (asyncio, json, hashlib; sqlite3 only when /prov/v1/identity is asked)
+    in_server = {"json", "hashlib", "socket", "struct", "asyncio", "concurrent", "sqlite3"}
+    server_side = {"asgi.py", "exchange.py", "peer.py"}
     for path in INPROC_DIR.rglob("*.py"):
         tree = ast.parse(path.read_text(), feature_version=(3, 8))
         for node in ast.walk(tree):
@@ -25,7 +29,9 @@ def test_inproc_code_is_python38_syntax_and_imports_only_stdlib_and_itself():
             elif isinstance(node, ast.ImportFrom) and node.level == 0:
                 names = [node.module.split(".")[0]]
             for name in names:
-                assert name in allowed or name == "_prov_probe", f"{path.name} imports {name}"
+                ok = name in allowed or name == "_prov_probe" or (
+                    path.name in server_side and name in in_server)
+                assert ok, f"{path.name} imports {name}"
 
 
 def test_a_plain_run_is_recorded_with_pid_and_exit(tmp_path):

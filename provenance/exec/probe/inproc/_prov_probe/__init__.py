@@ -8,6 +8,8 @@ What is caught, and when the file is written:
   flags by the reader the snapshot shares, `torch_state`; and torch's sdpa is wrapped to
   note the kernel it chooses, `torch_sdpa`);
 - at fork (`os.register_at_fork`): the child gets its own file, maps included;
+- when a Starlette application is imported (FastAPI, vLLM's OpenAI server): every HTTP
+  exchange it serves, one line each under `$PROV_RUN_DIR/exchanges/` (asgi.py);
 - when a vLLM model runner has its KV cache (the engine is ready to serve): its facts,
   imported modules and mapped libraries (a server's engine core is force-killed on
   shutdown, and would otherwise leave neither);
@@ -29,7 +31,7 @@ from .record import Record
 READERS_VAR = "PROV_PROBE_READERS"
 WATCHED = ("torch", "transformers.modeling_utils", "transformers.tokenization_utils_base",
            "transformers.models.auto.auto_factory", "vllm.v1.worker.gpu_model_runner",
-           "vllm.v1.worker.gpu.model_runner", "safetensors")
+           "vllm.v1.worker.gpu.model_runner", "safetensors", "starlette.applications")
 _probe = None
 _FAULT = None
 
@@ -63,6 +65,7 @@ class Probe:
         self.transformers = None
         self.vllm = None
         self.reads = None
+        self.asgi = None  # the HTTP exchange recorder of a Starlette server (asgi.py)
 
     def guarded(self, where, fn, *args):
         reads = self.reads  # what the probe itself reads is not the program's reading
@@ -137,6 +140,10 @@ class Probe:
                 from .reads import wrap_safe_open
 
                 wrap_safe_open(self, module)
+        elif name == "starlette.applications":
+            from .asgi import install as record_exchanges
+
+            record_exchanges(self, module)
         elif name.startswith("vllm."):
             if self.vllm is None:
                 from .vllm_facts import Watcher as VllmWatcher
@@ -178,6 +185,8 @@ class Probe:
         if self.exited or os.getpid() != self.record.pid:
             return
         self.exited = True
+        if self.asgi is not None:  # the exchange lines still on their way
+            self.guarded("exit asgi", self.asgi.drain)
         facts = self.record.facts
         facts["exit"] = {"via": via}
         if "torch" in sys.modules:
