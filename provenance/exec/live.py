@@ -7,8 +7,10 @@ when they changed it builds the run's facts and manifest by the one rule the fin
 uses (facts.run_facts, without consuming the files), stores the manifest and writes a newer
 *started* record pointing at the last one, with `live` = {update, updated_at, engines}.
 
-For a running run, then, `store.run_manifest(record)` and `record.manifest_digest` are the
-live ones; for a finished run the final ones. The index shows a started run whose live
+It then digests the files the processes have mapped into prov's file-digest cache, so the
+final record's loaded libraries are cache hits. For a running run, then,
+`store.run_manifest(record)` and `record.manifest_digest` are the live ones; for a finished
+run the final ones. The index shows a started run whose live
 facts hold an engine block as *serving*. The thread never fails the run: an update that
 fails is retried at the next change. PROV_LIVE_FACTS=0 turns it off (the bench's baseline).
 """
@@ -145,4 +147,19 @@ class LiveFacts:
                                   live=live, warnings=warnings or None)
         self.digest = self.store.update_started(rec, self.digest)
         self.manifest_obj = obj
+        prehash_mapped(self.run_dir)  # after the record: the engine block is not kept waiting
         return True
+
+
+def prehash_mapped(run_dir: Path) -> None:
+    """Digest, into prov's file-digest cache, the files the probed processes have mapped (the
+    loaded libraries prov digests when the run ends): while the server serves, not after."""
+    from provenance.exec.libraries import FileHasher
+    from provenance.exec.probe.processes import exit_maps
+
+    hasher = FileHasher()
+    for paths in exit_maps(run_dir).values():
+        for path in paths:
+            if not path.endswith(" (deleted)"):
+                hasher.hash(path)
+    hasher.save()

@@ -1,6 +1,7 @@
 """The exec supervisor: run a command as a recorded run.
 
-Steps, in order (a killed prov leaves the run `started`, shown as abandoned, never corrupt):
+Steps, in order (a killed prov leaves the run `started`, never corrupt: the next prov to find
+it abandoned finishes it from what it left, recover.py):
 1. snapshot the environment (from the snapshot cache when nothing changed) and read the
    git state, concurrently (environment.py);
 2. store the manifest and write the *started* record, before the command starts (record.py);
@@ -8,7 +9,7 @@ Steps, in order (a killed prov leaves the run `started`, shown as abandoned, nev
    forward SIGINT/SIGTERM/SIGHUP/SIGQUIT/SIGUSR1/SIGUSR2; pass stdin through (process.py);
    stream stdout and stderr to the terminal and into the store in fixed-size chunks
    (tee.py); sample the loaded libraries of the command and its descendants (watch.py,
-   libraries.py);
+   libraries.py); keep the started record up to date with the probe's facts (live.py);
 4. after it ends: hash declared outputs, ingest PROV_RUN_DIR (outputs.py), read the run's
    facts (facts.py), build and store the run's manifest once (store.manifests), hash loaded
    libraries, check for environment drift (drift.py), and write the final record.
@@ -192,7 +193,8 @@ def _execute(run: _Run, outputs: Sequence[str | Path], stream: bool,
     state = "complete" if status == 0 else "failed"
     final = run.record.replace(state=state, ended_at=now_iso(),
                                duration_s=round(ended - spawned, 6), exit_status=status,
-                               logs=logs, signal=signame, warnings=lost or None)
+                               logs=logs, signal=signame,
+                               warnings=[*lost, *([live.error] if live.error else [])] or None)
     try:
         result = _finish(run, final, outputs, sampler, usages)
     except (OSError, sqlite3.Error, StoreFull) as exc:

@@ -1,7 +1,8 @@
 """Who installed a file: a wheel's RECORD, a dpkg file list, a conda package, the interpreter.
 
 Each index is read once per `collect` and only when asked: the RECORDs of one
-site-packages directory, all of /var/lib/dpkg/info/*.list, one prefix's conda-meta.
+site-packages directory (kept for the process while the directory is unchanged), all of
+/var/lib/dpkg/info/*.list, one prefix's conda-meta.
 """
 
 from __future__ import annotations
@@ -67,6 +68,28 @@ def _read_record(root: str, dist_info: Path, out: dict[str, Owned]) -> None:
         pass
 
 
+# One site directory's index, kept for the process while the directory is unchanged: the
+# supervisor collects a server's facts while it serves (exec/live.py) and again at its exit,
+# and re-reading ~150 RECORDs each time was most of the finish. An install or removal adds
+# or removes a *.dist-info entry, which moves the directory's mtime.
+_SITE_MEMO: dict[str, tuple[int, dict[str, Owned]]] = {}
+
+
+def _site_index(root: str) -> dict[str, Owned]:
+    try:
+        stamp = os.stat(root).st_mtime_ns
+    except OSError:
+        stamp = -1
+    held = _SITE_MEMO.get(root)
+    if held is not None and held[0] == stamp and stamp != -1:
+        return held[1]
+    index: dict[str, Owned] = {}
+    for dist_info in sorted(Path(root).glob("*.dist-info")):
+        _read_record(root, dist_info, index)
+    _SITE_MEMO[root] = (stamp, index)
+    return index
+
+
 class Installed:
     def __init__(self) -> None:
         self._sites: dict[str, dict[str, Owned]] = {}
@@ -76,10 +99,7 @@ class Installed:
     def wheel_files(self, root: str) -> dict[str, Owned]:
         """Every file the RECORDs under one site directory list: full path -> Owned."""
         if root not in self._sites:
-            index: dict[str, Owned] = {}
-            for dist_info in sorted(Path(root).glob("*.dist-info")):
-                _read_record(root, dist_info, index)
-            self._sites[root] = index
+            self._sites[root] = _site_index(root)
         return self._sites[root]
 
     def wheel(self, path: str) -> Owned | None:

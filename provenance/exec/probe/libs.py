@@ -29,14 +29,31 @@ def jit_artifact(path: str) -> bool:
                for p in parts) or f"{os.sep}triton{os.sep}cache{os.sep}" in path
 
 
+# root -> (the site index it was read from, its shared objects): reused while installed.py
+# hands out that same index (it keeps one while its directory is unchanged)
+_SHARED_MEMO: dict[str, tuple[dict[str, Owned], list[tuple[str, str, Owned]]]] = {}
+
+
+def _shared_objects(installed: Installed, root: str) -> list[tuple[str, str, Owned]]:
+    index = installed.wheel_files(root)
+    held = _SHARED_MEMO.get(root)
+    if held is not None and held[0] is index:
+        return held[1]
+    found = []
+    for path, owned in index.items():
+        name = os.path.basename(path)
+        if name.endswith(".so") or ".so." in name:
+            found.append((name, path, owned))
+    _SHARED_MEMO[root] = (index, found)
+    return found
+
+
 def _shipped_copies(installed: Installed, roots: set[str]) -> dict[str, list[tuple[str, Owned]]]:
     """basename -> (path, Owned) of every shared object the wheels in `roots` ship."""
     out: dict[str, list[tuple[str, Owned]]] = {}
     for root in sorted(roots):
-        for path, owned in installed.wheel_files(root).items():
-            name = os.path.basename(path)
-            if name.endswith(".so") or ".so." in name:
-                out.setdefault(name, []).append((path, owned))
+        for name, path, owned in _shared_objects(installed, root):
+            out.setdefault(name, []).append((path, owned))
     return out
 
 

@@ -60,3 +60,26 @@ def test_the_store_validates_what_it_reads(tmp_path):
     bad = store.put_bytes(encode({**DOC, "exit_status": "zero"}), "run")
     with pytest.raises(RecordError, match=f"run record {bad}: field 'exit_status'"):
         store.get_record(bad)
+
+
+def test_live_and_abandoned_records_validate_and_rank():
+    """A started record with live facts (exec/live.py) and an abandoned final record
+    (exec/recover.py) are records like the others; the index calls the first serving once
+    its live facts hold an engine, and ranks a later live update above an earlier one."""
+    from provenance.store.records import effective_state, index_state, record_rank
+
+    live = {**DOC, "state": "started", "live": {"update": 3, "updated_at": now_iso(),
+                                                  "engines": ["vllm"]}}
+    live.pop("exit_status")
+    rec = RunRecord.from_doc(live)
+    assert rec.live["update"] == 3 and encode(rec.to_doc()) == encode(live)
+    assert index_state(live) == "serving"
+    assert index_state({**live, "live": {"update": 1, "engines": []}}) == "started"
+    assert record_rank(live) > record_rank({**live, "live": {"update": 2}})
+    abandoned = {**DOC, "state": "abandoned", "error": "abandoned: prov (pid 1) ended"}
+    assert RunRecord.from_doc(abandoned).state == "abandoned"
+    assert record_rank(abandoned) > record_rank(live)
+    with pytest.raises(RecordError):
+        RunRecord.from_doc({**live, "live": ["not", "a", "table"]})
+    assert effective_state("serving", None, None, None, None) == "abandoned"  # no supervisor
+    assert effective_state("abandoned", None, None, None, None) == "abandoned"
