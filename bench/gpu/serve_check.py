@@ -78,7 +78,7 @@ def start_server(clock: Clock, work: Path, label: str, model: Path, port: int,
                  extra: list[str], res: dict) -> tuple[subprocess.Popen | None, str | None]:
     argv = ["prov", "exec", "--name", f"server-{label}", "--", ENGINE_PY, "-m",
             "vllm.entrypoints.openai.api_server", "--model", str(model), "--port", str(port),
-            "--max-model-len", "4608", "--enforce-eager", *extra]
+            "--enforce-eager", *extra]
     log = (work / f"server-{label}.log").open("wb")
     t0 = time.time()
     proc = subprocess.Popen(argv, cwd=work, stdout=log, stderr=subprocess.STDOUT,
@@ -211,8 +211,10 @@ def build(clock: Clock, args, res: dict) -> Path | None:
 def plan(cpu: bool) -> tuple[list[tuple[str, list[str]]], str]:
     """The two servers (label, extra arguments) and the preset that covers their difference."""
     if cpu:
-        return [("f32", ["--dtype", "float32"]), ("bf16", ["--dtype", "bfloat16"])], "dtype"
-    gpu = ["--dtype", "bfloat16", "--gpu-memory-utilization", "0.5"]
+        common = ["--max-model-len", "512"]
+        return [("f32", [*common, "--dtype", "float32"]),
+                ("bf16", [*common, "--dtype", "bfloat16"])], "dtype"
+    gpu = ["--dtype", "bfloat16", "--gpu-memory-utilization", "0.5", "--max-model-len", "4608"]
     return [("flash", [*gpu, "--attention-backend", "FLASH_ATTN"]),
             ("triton", [*gpu, "--attention-backend", "TRITON_ATTN"])], "attention-backend"
 
