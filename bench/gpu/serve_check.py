@@ -41,6 +41,8 @@ from bench.gpu.user_script_check import Clock, sh  # noqa: E402
 
 ENGINE_PY = os.environ.get("ENGINE_PY", sys.executable)
 SECRET = "sk-user-secret-0123456789abcdef"  # serve_client.py's key
+CHAT_TEMPLATE = ("{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}"
+                 "assistant:")
 
 
 def free_port() -> int:
@@ -78,7 +80,7 @@ def start_server(clock: Clock, work: Path, label: str, model: Path, port: int,
                  extra: list[str], res: dict) -> tuple[subprocess.Popen | None, str | None]:
     argv = ["prov", "exec", "--name", f"server-{label}", "--", ENGINE_PY, "-m",
             "vllm.entrypoints.openai.api_server", "--model", str(model), "--port", str(port),
-            "--enforce-eager", *extra]
+            "--enforce-eager", "--chat-template", "chat.jinja", *extra]
     log = (work / f"server-{label}.log").open("wb")
     t0 = time.time()
     proc = subprocess.Popen(argv, cwd=work, stdout=log, stderr=subprocess.STDOUT,
@@ -146,11 +148,12 @@ def curl(clock: Clock, work: Path, port: int, model: Path, res: dict) -> str | N
             "Content-Type: application/json", "-H", f"Authorization: Bearer {SECRET}",
             f"http://127.0.0.1:{port}/v1/completions", "-d", body]
     out = sh(clock, argv, 60, cwd=work, reserve=60)
-    res["clients"]["curl"] = {k: out.get(k) for k in ("rc", "seconds")}
+    step = res["clients"]["curl"] = {k: out.get(k) for k in ("rc", "seconds")}
     try:
-        return json.loads(out["stdout"].strip().splitlines()[-1])["run_id"]
-    except (ValueError, IndexError, KeyError):
+        step["run"] = json.loads(out["stdout"].strip().splitlines()[-1])["run_id"]
+    except (ValueError, IndexError, KeyError, AttributeError):
         return None
+    return step["run"]
 
 
 def compare(clock: Clock, a: str | None, b: str | None, vary: list[str], want: int,
@@ -204,6 +207,8 @@ def build(clock: Clock, args, res: dict) -> Path | None:
         if out.get("rc") != 0:
             return None
     shutil.copy(target / "eval.txt", args.work / "eval.txt")
+    # the small models have no chat template; the servers are given one, as users do
+    (args.work / "chat.jinja").write_text(CHAT_TEMPLATE)
     shutil.copy(Path(__file__).with_name("serve_client.py"), args.work / "serve_client.py")
     return target
 
@@ -267,18 +272,20 @@ def markdown(res: dict) -> str:
     lines += [f"- {k}: exit {c.get('rc')}, {c.get('seconds')} s, run {c.get('run', '-')}"
               for k, c in res["clients"].items()]
     lines += ["", "## Gate", "", "| pair | exit | expected | as expected | server keys named |"
-              " exchanges (matched / identical / top-1) |", "|---|---|---|---|---|---|"]
+              " exchanges (matched / identical / generated top-1 / prompt top-1) |",
+              "|---|---|---|---|---|---|"]
     for name, c in res["compares"].items():
         if "not_run" in c:
             lines.append(f"| {name} | not run: {c['not_run']} | | | | |")
             continue
         ex = c.get("exchanges") or {}
-        top1 = ex.get("top1") or {}
+        top1, prompt = ex.get("top1") or {}, ex.get("prompt_top1") or {}
         keys = ", ".join(c["server_keys_named"][:6]) + (
             " ..." if len(c["server_keys_named"]) > 6 else "")
         lines.append(f"| {name} | {c['rc']} | {c['expected']} | {c['as_expected']} | "
                      f"{keys or '-'} | {ex.get('matched')} / {ex.get('identical')} / "
-                     f"{top1.get('agree')} of {top1.get('positions')} |")
+                     f"{top1.get('agree')} of {top1.get('positions')} / "
+                     f"{prompt.get('agree')} of {prompt.get('positions')} |")
     lines += ["", "## Top-1 agreement from the answers files (independent of prov)", ""]
     lines += [f"- {k}: {v}" for k, v in (res.get("agreement") or {}).items()]
     lines += ["", f"Client API key found in the store: {res.get('secret_hits_in_store')} "

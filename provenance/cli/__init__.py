@@ -61,7 +61,7 @@ COMMAND_MODULES: dict[str, tuple[str, ...]] = {
     "demo": ("demo_cmd",), "run": ("run_cmd", "replay_cmd"), "audit": ("audit_cmd",),
     "publish": ("publish_cmd",), "keygen": ("publish_cmd",), "sbom": ("sbom_cmd",),
     "report": ("report_cmd",), "selftest": ("selftest_cmd",), "sweep": ("sweep_cmd",),
-    "serve": ("serve_cmd",),
+    "serve": ("exec_cmd",),
 }
 
 

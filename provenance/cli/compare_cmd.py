@@ -83,6 +83,10 @@ def render_exchanges(c, con) -> None:
     if top1["positions"]:
         line += (f"; top-1 agreement {top1['agree']}/{top1['positions']} "
                  f"({100 * top1['ratio']:.1f}%)")
+    prompt = doc.get("prompt_top1") or {}
+    if prompt.get("positions"):
+        line += (f"; prompt top-1 agreement {prompt['agree']}/{prompt['positions']} "
+                 f"({100 * prompt['ratio']:.1f}%)")
     _plain(con, line)
     for d in doc["differences"]:
         _plain(con, f"  {d['path']} (A #{d['a_seq']}, B #{d['b_seq']}): "

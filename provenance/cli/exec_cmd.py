@@ -1,4 +1,5 @@
-"""`prov exec [--name N] [--output PATH ...] [--tag K=V ...] -- CMD ARGS...`: a recorded run."""
+"""`prov exec [--name N] [--output PATH ...] [--tag K=V ...] -- CMD ARGS...`: a recorded run;
+`prov serve --upstream URL`: the recording front (provenance/serve), a recorded run too."""
 
 from __future__ import annotations
 
@@ -58,6 +59,42 @@ def exec_(
     with _stdout_to_stderr(as_json):  # `prov exec --json -- CMD | jq` reads only the summary
         result = run_supervised(command, name=name, outputs=output, tags=tags, params=params,
                                 server=server)
+    _report(result, as_json, quiet)
+
+
+@app.command("serve")
+def serve(
+    upstream: str = typer.Option(..., "--upstream", help="The server to record, e.g. "
+                                 "http://127.0.0.1:8080 (llama.cpp, SGLang, a remote one)."),
+    host: str = typer.Option("127.0.0.1", "--host", help="Where the front listens."),
+    port: int = typer.Option(0, "--port", help="The front's port (0: a free one, printed)."),
+    name: str = typer.Option(None, "--name", "-n", help="A name for the front's run."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No summary line on stderr."),
+    as_json: bool = typer.Option(
+        False, "--json", help="Stdout is one JSON run summary, printed after the front stopped."),
+) -> None:
+    """Record every exchange with a server prov cannot probe, as a server run.
+
+    Clients talk to the front instead of the server: under `prov exec` on this machine
+    each is bound to the front's run, as to a probed server. The run records what the
+    server says of itself (/version, /v1/models, /inference/v1/config, /server_info,
+    /get_server_info, /props). Stops on ^C or SIGTERM; exits with the front's status.
+    """
+    from provenance.exec import run_supervised
+
+    if not upstream.startswith(("http://", "https://")):
+        raise ProvError(f"--upstream must be an http(s) URL, got {upstream!r}")
+    if not 0 <= port <= 65535:
+        raise ProvError(f"--port must be 0-65535, got {port}")
+    argv = [sys.executable, "-m", "provenance.serve.front", "--upstream", upstream,
+            "--host", host, "--port", str(port)]
+    with _stdout_to_stderr(as_json):
+        result = run_supervised(argv, name=name or "prov-serve", tags={"kind": "front"})
+    _report(result, as_json, quiet)
+
+
+def _report(result, as_json: bool, quiet: bool) -> None:
+    """The run's summary (JSON on stdout, or one line on stderr); exits with its status."""
     if as_json:
         from provenance.cli.output import print_json
 

@@ -30,6 +30,8 @@ class Pair:
     first_difference: dict[str, Any] | None = None
     top1_positions: int = 0
     top1_agree: int = 0
+    prompt_top1_positions: int = 0
+    prompt_top1_agree: int = 0
     logprobs_equal: bool | None = None  # None: no logprobs came back on both sides
 
 
@@ -58,8 +60,14 @@ class ExchangeComparison:
     def top1(self) -> tuple[int, int]:
         return (sum(p.top1_agree for p in self.pairs), sum(p.top1_positions for p in self.pairs))
 
+    @property
+    def prompt_top1(self) -> tuple[int, int]:
+        return (sum(p.prompt_top1_agree for p in self.pairs),
+                sum(p.prompt_top1_positions for p in self.pairs))
+
     def to_json(self) -> dict[str, Any]:
         agree, positions = self.top1
+        p_agree, p_positions = self.prompt_top1
         differing = [p for p in self.pairs if not p.identical]
         return {
             "a": self.a_count, "b": self.b_count, "matched": len(self.pairs),
@@ -69,11 +77,15 @@ class ExchangeComparison:
                          "identical": self.logprobs_identical},
             "top1": {"positions": positions, "agree": agree,
                      "ratio": round(agree / positions, 6) if positions else None},
+            "prompt_top1": {"positions": p_positions, "agree": p_agree,
+                            "ratio": round(p_agree / p_positions, 6) if p_positions else None},
             "differences": [
                 {"path": p.a.get("path"), "request_sha256": p.a["request"].get("sha256"),
                  "a_seq": p.a.get("seq"), "b_seq": p.b.get("seq"),
                  "first_difference": p.first_difference,
-                 "top1": {"positions": p.top1_positions, "agree": p.top1_agree}}
+                 "top1": {"positions": p.top1_positions, "agree": p.top1_agree},
+                 "prompt_top1": {"positions": p.prompt_top1_positions,
+                                 "agree": p.prompt_top1_agree}}
                 for p in differing[:SHOWN_DIFFERENCES]],
         }
 
@@ -146,11 +158,33 @@ def _compare_choice(ca: dict[str, Any], cb: dict[str, Any], pair: Pair) -> None:
             pair.top1_agree += xa == yb
 
 
+def _rank1(entry: Any) -> Any:
+    """The rank-1 token id of one prompt position ({id: {logprob, rank, ...}}), else None."""
+    if not isinstance(entry, dict):
+        return None
+    ranked = [(v.get("rank"), k) for k, v in entry.items() if isinstance(v, dict)]
+    return next((k for rank, k in ranked if rank == 1), None)
+
+
+def _compare_prompts(a: dict[str, Any], b: dict[str, Any], pair: Pair) -> None:
+    pa, pb = a["response"].get("prompt_logprobs"), b["response"].get("prompt_logprobs")
+    if not (isinstance(pa, list) and isinstance(pb, list)):
+        return
+    if pair.logprobs_equal is not False:
+        pair.logprobs_equal = pa == pb
+    for x, y in zip(pa, pb, strict=False):
+        ra, rb = _rank1(x), _rank1(y)
+        if ra is not None and rb is not None:
+            pair.prompt_top1_positions += 1
+            pair.prompt_top1_agree += ra == rb
+
+
 def compare_pair(a: dict[str, Any], b: dict[str, Any]) -> Pair:
     pair = Pair(a, b, identical=False)
     ca, cb = _choices(a), _choices(b)
     for x, y in zip(ca, cb, strict=False):
         _compare_choice(x, y, pair)
+    _compare_prompts(a, b, pair)
     if pair.first_difference is None and len(ca) != len(cb):
         pair.first_difference = {"choices": [len(ca), len(cb)]}
     if pair.first_difference is None and a.get("status") != b.get("status"):

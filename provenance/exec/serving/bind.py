@@ -3,8 +3,10 @@
 The server-side probe wrote one line per exchange into `<run dir>/server/<id>.jsonl`
 (found by the client's socket, no option needed on one machine); `prov exec --server URL`
 adds the server that URL names. Each server run is opened in its store and its manifest
-taken as the store gives it (`store.run_manifest`: the live one of a server still serving);
-its identity keys become the client's `server.*` (identity.py), beside context: the run
+taken as the store gives it (`store.run_manifest`: the live one of a server still serving,
+once those live facts hold what its probe had written: a client's finish waits up to
+CATCH_UP_S for the server's supervisor to take them in); its identity keys become the
+client's `server.*` (identity.py), beside context: the run
 id(s), store, state, manifest digest, URL and the exchange count. Each receipt gets the
 manifest digest the server run's record held when its request came (the record chain:
 started, live updates, final); a digest that changed between exchanges is a warning. The
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,6 +31,7 @@ from provenance.model.manifest import canonical_json
 from provenance.store import RunRecord, Store, open_store
 
 EXCHANGES_FILE = "server/exchanges.json"
+CATCH_UP_S = 10.0  # the longest a client's finish waits for its server's live facts
 EXCHANGES_KIND = "prov-exchanges/1"
 
 
@@ -51,10 +55,35 @@ def _open(path: str | None, own: Store) -> Store:
     return open_store(path)
 
 
+def _newest_probe_write(run_dir: Path) -> float | None:
+    """When the server's probe last wrote a file (epoch seconds), None when it has none."""
+    try:
+        times = [p.stat().st_mtime for p in (run_dir / "probe").glob("*.json")]
+    except OSError:
+        return None
+    return max(times, default=None)
+
+
+def _caught_up(store: Store, run_id: str) -> Any:
+    """The server run as the index has it, once a serving run's live facts hold what its
+    probe has written (a client done within a poll of the server's readiness would get the
+    started snapshot otherwise); after CATCH_UP_S, as it is."""
+    deadline = time.monotonic() + CATCH_UP_S
+    while True:
+        info = store.get_run(run_id)
+        if info.record.state != "started" or time.monotonic() > deadline:
+            return info
+        wrote = _newest_probe_write(store.run_dir(run_id))
+        live = _epoch((info.record.live or {}).get("updated_at"))
+        if wrote is None or (live is not None and live >= wrote):
+            return info
+        time.sleep(0.2)
+
+
 def _read_server(b: Bound, own: Store, warnings: list[str]) -> None:
     try:
         store = _open(b.store, own)
-        info = store.get_run(b.run_id)
+        info = _caught_up(store, b.run_id)
         manifest = store.run_manifest(info.record)
     except (ProvError, OSError) as exc:
         warnings.append(f"server run {b.run_id}: its facts could not be read ({exc}); "

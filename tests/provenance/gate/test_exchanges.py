@@ -63,3 +63,20 @@ def test_a_servers_max_num_seqs_is_covered_by_the_scheduler_preset():
     assert sorted(c.key for c in gate(a, b, []).refused) == [
         "server.code.args.max_num_seqs", "server.runtime.vllm.max_num_seqs"]
     assert gate(a, b, ["scheduler"]).ok
+
+
+def _prompt(ranked: list[str], lp: float = -0.2) -> list:
+    """vLLM's prompt_logprobs: None at position 0, then {token id: {logprob, rank}} holding
+    the prompt's token and the rank-1 prediction."""
+    return [None] + [{"7": {"logprob": -3.0, "rank": 4}, t: {"logprob": lp, "rank": 1}}
+                     for t in ranked]
+
+
+def test_prompt_logprobs_give_the_rank_1_agreement_over_prompt_positions():
+    a, b = _ex("r", ["x"]), _ex("r", ["x"])
+    a["response"]["prompt_logprobs"] = _prompt(["11", "12", "13", "14"])
+    b["response"]["prompt_logprobs"] = _prompt(["11", "99", "13", "14"], lp=-0.3)
+    doc = compare_exchanges([a], [b]).to_json()
+    assert doc["prompt_top1"] == {"positions": 4, "agree": 3, "ratio": 0.75}
+    # the generated token is the same; the prompt's logprobs are not, and that is said
+    assert doc["identical"] == 1 and doc["logprobs"] == {"compared": 1, "identical": 0}

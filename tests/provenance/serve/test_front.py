@@ -140,7 +140,7 @@ def test_another_dtype_behind_the_front_refuses_the_clients(front, penv, tmp_pat
     refused = json.loads(p.stdout)["refused"]
     assert "server.upstream.config.model_config.dtype" in refused
     p = prov("compare", *runs, "--vary", "dtype", env=penv)
-    assert p.returncode == 0, p.stdout.decode()[-2000:]
+    assert p.returncode == 0, (p.stdout + p.stderr).decode()[-3000:]
 
 
 def test_bad_upstream_and_port_are_one_line_errors(penv):
