@@ -150,8 +150,8 @@ def curl(clock: Clock, work: Path, port: int, model: Path, res: dict) -> str | N
     out = sh(clock, argv, 60, cwd=work, reserve=60)
     step = res["clients"]["curl"] = {k: out.get(k) for k in ("rc", "seconds")}
     try:
-        step["run"] = json.loads(out["stdout"].strip().splitlines()[-1])["run_id"]
-    except (ValueError, IndexError, KeyError, AttributeError):
+        step["run"] = json.loads(out["stdout"])["run_id"]  # curl's own output went to stderr
+    except (ValueError, KeyError, TypeError):
         return None
     return step["run"]
 
