@@ -37,6 +37,7 @@ from provenance.exec.facts import run_facts
 from provenance.exec.jit import package_versions
 from provenance.exec.libraries import LibrarySampler
 from provenance.exec.live import LiveFacts, store_run_manifest
+from provenance.exec.logs import RedactedLog
 from provenance.exec.outputs import hash_outputs, ingest_run_dir
 from provenance.exec.probe import host as probe
 from provenance.exec.probe.processes import exit_maps
@@ -160,8 +161,11 @@ def _command_env(run: _Run) -> dict[str, str]:
 def _execute(run: _Run, outputs: Sequence[str | Path], stream: bool,
              sample_libraries: bool) -> RunResult:
     # the logs' temp files are named by run: a killed prov's logs are recovered (recover.py)
-    out_w = run.store.object_writer(partial_log_prefix(run.record.run_id, "stdout"))
-    err_w = run.store.object_writer(partial_log_prefix(run.record.run_id, "stderr"))
+    key = store_key(run.store.root)  # the logs are stored with secrets hidden (logs.py)
+    out_w = RedactedLog(run.store.object_writer(partial_log_prefix(run.record.run_id,
+                                                                    "stdout")), key)
+    err_w = RedactedLog(run.store.object_writer(partial_log_prefix(run.record.run_id,
+                                                                    "stderr")), key)
     owns_terminal = process.takes_terminal(stream)
     try:
         proc = process.spawn(run.argv, _command_env(run), run.workdir, owns_terminal)

@@ -41,11 +41,17 @@ DEPS="pydantic==2.14.4 pydantic_core==2.50.5 annotated-types==0.8.0 typing-inspe
   partial-json-parser==0.2.1.1.post7 compressed-tensors==0.17.0 loguru==0.7.3"
 # the project's own runtime wheels that the image lacks; extend with EXTRA_WHEELS="name==ver ..."
 # (jsonschema and its needs: `prov run replay` checks tool-call arguments against schemas)
+# vLLM's OpenAI server (python -m vllm.entrypoints.openai.api_server) and the openai SDK's
+# transport: what the image lacks of them (bench/gpu/serve_check.sh)
+SERVE="uvicorn==0.55.0 watchfiles==1.3.0 prometheus-fastapi-instrumentator==8.1.0
+  model-hosting-container-standards==0.1.16 jmespath==1.0.1 supervisor==4.3.0
+  python-multipart==0.0.34 setproctitle==1.3.8 httpcore2==2.16.2 jiter==0.19.0
+  truststore==0.10.5"
 PROV="tomlkit==0.15.2 gitpython==3.2.1 gitdb==4.0.12 smmap==5.0.3 zstandard==0.25.0
   jsonschema==4.26.0 jsonschema-specifications==2025.9.1 referencing==0.37.0 rpds-py==2026.9.1
   ${EXTRA_WHEELS:-}"
 python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
-  --implementation cp $PLAT -d "$D/dl" $VLLM $FI $DEPS $PROV
+  --implementation cp $PLAT -d "$D/dl" $VLLM $FI $DEPS $SERVE $PROV
 rm -rf "$D/stage" && mkdir -p "$D/stage/site" "$D/stage/site_fi"
 for w in "$D"/dl/*.whl; do
   case $(basename "$w") in

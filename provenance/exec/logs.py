@@ -1,0 +1,52 @@
+"""The command's stdout and stderr as the store keeps them: with secrets hidden.
+
+A log is redacted line by line by the one redaction rule (provenance/model/redact.py) before
+it reaches the store's writer, so a key a program prints (a traceback showing
+`api_key="sk-..."`, a `curl -v` echoing `Authorization: Bearer ...`) is never stored; the
+terminal gets the output as the program wrote it. A line is held until its newline (a
+secret split across two reads is still one line), at most LINE_LIMIT bytes; an unterminated
+last line is written at close. After a SIGKILL of prov that last partial line is lost.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from provenance.model.redact import redact_text
+
+LINE_LIMIT = 64 * 1024
+
+
+def redact_bytes(data: bytes, key: bytes | None) -> bytes:
+    """Bytes with secrets hidden; bytes that are not UTF-8 pass through unchanged."""
+    text = data.decode("utf-8", "surrogateescape")
+    return redact_text(text, key).encode("utf-8", "surrogateescape")
+
+
+class RedactedLog:
+    """A store writer that receives only redacted lines (the writer's other attributes,
+    size, truncated, abort, stop, are the wrapped writer's)."""
+
+    def __init__(self, writer: Any, key: bytes | None) -> None:
+        self.writer = writer
+        self.key = key
+        self.pending = b""
+
+    def write(self, data: bytes) -> None:
+        buf = self.pending + data
+        cut = buf.rfind(b"\n") + 1
+        if cut == 0 and len(buf) < LINE_LIMIT:
+            self.pending = buf
+            return
+        cut = cut or len(buf)  # a line over the limit: its first part goes now
+        self.pending = buf[cut:]
+        self.writer.write(redact_bytes(buf[:cut], self.key))
+
+    def close(self) -> str:
+        if self.pending:
+            self.writer.write(redact_bytes(self.pending, self.key))
+            self.pending = b""
+        return self.writer.close()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.writer, name)
