@@ -7,7 +7,9 @@ counters on their way (nothing is changed, delayed or buffered for the program);
 a line (exchange.py) goes to `$PROV_RUN_DIR/exchanges/<pid>.jsonl` and, when the client
 is a prov run on this machine (peer.py), to `<client run dir>/server/<server run id>.jsonl`.
 The peer is looked up and the line written on one worker thread, so the event loop only
-hashes bytes. Headers are never kept but the content type; the query string neither.
+hashes bytes; the last chunk of a response goes out once its line is written (at most 5 s),
+so a client that ends at once finds its exchange when its prov binds it. Headers are never
+kept but the content type; the query string neither.
 `GET /prov/v1/identity` answers with this server run's id, store, live manifest digest and
 manifest (for a client on another machine); every other path is the application's.
 A failure anywhere here becomes an entry of the probe's errors; the response goes on.
@@ -23,6 +25,7 @@ IDENTITY_PATH = "/prov/v1/identity"
 IDENTITY_FORMAT = "prov-identity/1"
 MARK = "prov.exchange"  # in the scope: an application mounted inside another is seen once
 PEER_CACHE = 4096
+PEER_WAIT_S = 10.0  # the longest a response's last chunk waits for its client's lookup
 
 
 def install(probe, module):
@@ -138,8 +141,16 @@ class Recorder:
 
         async def send_seen(message):
             guarded("asgi send", ex.on_send, message)
-            if ex.peer is not None and _last_body(message) and not ex.peer.done():
-                await _settle(ex.peer)  # while the client's socket surely still exists
+            if _last_body(message):
+                if ex.peer is not None and not ex.peer.done():
+                    # while the client's socket surely still exists (a lookup scans
+                    # /proc: slow on a loaded host, so it is given up to PEER_WAIT_S)
+                    await _settle(ex.peer, timeout=PEER_WAIT_S)
+                # the line is written before the client has its whole answer: a client
+                # that ends at once (curl) finds it when its prov binds the run
+                written = guarded("asgi end", self._end, ex)
+                if written is not None:
+                    await _settle(written, timeout=5.0)
             await send(message)
 
         try:
@@ -148,7 +159,8 @@ class Recorder:
             ex.error = type(exc).__name__
             raise
         finally:
-            guarded("asgi end", self._end, ex)
+            if getattr(ex, "ended", None) is None:  # no last body went out (an error)
+                guarded("asgi end", self._end, ex)
 
     def _start(self, scope):
         scope[MARK] = True
@@ -159,7 +171,7 @@ class Recorder:
 
     def _end(self, ex):
         ex.ended = time.time()
-        self._submit(self._write, ex)
+        return self._submit(self._write, ex)
 
     def _submit(self, fn, *args):
         if self.pool is None:
