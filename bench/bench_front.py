@@ -52,6 +52,14 @@ def post(port: int, body: dict[str, Any]) -> float:
     return time.perf_counter() - t0
 
 
+def attempt(port: int, body: dict[str, Any]) -> float | None:
+    """One concurrent request's latency, or None when its connection failed (counted)."""
+    try:
+        return post(port, body)
+    except OSError:
+        return None
+
+
 def wait(port: int, proc: subprocess.Popen, path: str = "/v1/models") -> None:
     deadline = time.monotonic() + 900
     while time.monotonic() < deadline:
@@ -85,21 +93,24 @@ def measure(ports: dict[str, int], body: dict[str, Any], requests: int, concurre
     lat: dict[str, list[float]] = {k: [] for k in ports}
     busy: dict[str, float] = dict.fromkeys(ports, 0.0)
     done: dict[str, int] = dict.fromkeys(ports, 0)
+    failed: dict[str, int] = dict.fromkeys(ports, 0)
     per = max(1, requests // batches)
     for _ in range(batches):
         for side, port in ports.items():
             lat[side] += [post(port, body) for _ in range(per)]
             t0 = time.perf_counter()
             with ThreadPoolExecutor(concurrent) as pool:
-                list(pool.map(post, [port] * per, [body] * per))
+                got = list(pool.map(attempt, [port] * per, [body] * per))
             busy[side] += time.perf_counter() - t0
-            done[side] += per
+            done[side] += sum(x is not None for x in got)
+            failed[side] += sum(x is None for x in got)
     out: dict[str, Any] = {}
     for side, xs in lat.items():
         xs.sort()
         out[side] = {"requests": len(xs), "p50_ms": round(1000 * statistics.median(xs), 3),
                      "p99_ms": round(1000 * xs[min(len(xs) - 1, int(0.99 * len(xs)))], 3),
-                     "throughput_rps": round(done[side] / busy[side], 2)}
+                     "throughput_rps": round(done[side] / busy[side], 2),
+                     "concurrent_failed": failed[side]}
     d, r = out["direct"], out["recorded"]
     out["ratio"] = {"p50": round(r["p50_ms"] / d["p50_ms"], 3),
                     "p99": round(r["p99_ms"] / d["p99_ms"], 3),
@@ -166,8 +177,9 @@ def markdown(r: dict[str, Any]) -> str:
     lines = [f"# What `prov serve`'s front adds per request ({r['machine']}, {r['cpus']} CPUs, "
              f"{r['started']})", "", f"{r['requests']} requests a side, "
              f"{r['concurrent']} concurrent for throughput, batches alternating.", "",
-             "| server | side | p50 ms | p99 ms | req/s | recorded/direct p50 | p99 | "
-             "throughput | exchange lines |", "|---|---|---|---|---|---|---|---|---|"]
+             "| pair | side | p50 ms | p99 ms | req/s | failed (concurrent) | recorded/direct "
+             "p50 | p99 | throughput | exchange lines |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for name in ("front",):
         if name not in r:
             continue
@@ -176,7 +188,8 @@ def markdown(r: dict[str, Any]) -> str:
             s = x[side]
             ratio = x["ratio"] if side == "recorded" else {}
             lines.append(f"| {name} | {side} | {s['p50_ms']} | {s['p99_ms']} | "
-                         f"{s['throughput_rps']} | {ratio.get('p50', '')} | "
+                         f"{s['throughput_rps']} | {s['concurrent_failed']} | "
+                         f"{ratio.get('p50', '')} | "
                          f"{ratio.get('p99', '')} | {ratio.get('throughput', '')} | "
                          f"{x['exchange_lines'] if side == 'recorded' else ''} |")
     return "\n".join(lines) + "\n"
