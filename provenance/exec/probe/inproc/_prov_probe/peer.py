@@ -158,13 +158,22 @@ def run_of(pid, proc="/proc"):
     return out
 
 
-def peer(client, server, proc="/proc"):
-    """{"host", "port", "pid", "run_id", "run_dir", "store"} of the client, as far as known."""
+def peer(client, server, proc="/proc", tries=10, pause=0.05):
+    """{"host", "port", "pid", "run_id", "run_dir", "store"} of the client, as far as known.
+    A local lookup that finds no process is tried again (`tries`, `pause` seconds apart: a
+    fast client was seen unfound on a loaded host); the client waits for its answer."""
+    import time  # the server's own (asyncio imports it)
+
     out = {"host": client[0], "port": client[1]}
-    inode = find_inode(client, server, proc)
-    if inode is None:
-        return out
-    pid = pid_of_inode(inode, proc, skip=(os.getpid(),))
+    pid = None
+    for attempt in range(tries):
+        inode = find_inode(client, server, proc)
+        pid = pid_of_inode(inode, proc, skip=(os.getpid(),)) if inode else None
+        loopback = str(client[0]).startswith(("127.", "::1", "::ffff:127."))
+        if pid is not None or (inode is None and not loopback):
+            break  # found, or a client on another machine: no row to wait for
+        if attempt + 1 < tries:
+            time.sleep(pause)
     if pid is None:
         return out
     out["pid"] = pid
