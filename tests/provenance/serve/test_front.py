@@ -51,13 +51,6 @@ def _wait(url: str, proc: subprocess.Popen) -> None:
     raise AssertionError(f"{url} never answered")
 
 
-# issue 27, open: in some starts of the front every client's lookup finds no process (seen
-# in 1 to 3 of 6 starts on the loaded 2-core machine, cause not found; the serving guide's
-# "what is not recorded"), so a client is left unbound; these pass when it binds
-UNBOUND_SOMETIMES = pytest.mark.xfail(strict=False, reason="issue 27: a front start whose "
-                                      "peer lookups all fail leaves its clients unbound")
-
-
 class Front:
     """A plain upstream reporting `dtype`, and `prov serve` in front of it."""
 
@@ -115,7 +108,6 @@ def front(penv, tmp_path):
             f.stop()
 
 
-@UNBOUND_SOMETIMES
 def test_the_front_is_a_server_run_and_its_clients_are_bound(front, penv, tmp_path):
     f = front("float32")
     run = _identity(f.port)["server_run_id"]  # the front answers prov's identity route
@@ -137,7 +129,6 @@ def test_the_front_is_a_server_run_and_its_clients_are_bound(front, penv, tmp_pa
     assert not [p for p in store.rglob("*") if p.is_file() and SECRET.encode() in p.read_bytes()]
 
 
-@UNBOUND_SOMETIMES
 def test_another_dtype_behind_the_front_refuses_the_clients(front, penv, tmp_path):
     runs, port = [], free_port()  # the clients' command lines name one port
     for dtype in ("float32", "bfloat16"):

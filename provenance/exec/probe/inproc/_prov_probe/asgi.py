@@ -6,9 +6,11 @@ through `super()`) is wrapped so each HTTP request's body and response pass thro
 counters on their way (nothing is changed, delayed or buffered for the program); at the end
 a line (exchange.py) goes to `$PROV_RUN_DIR/exchanges/<pid>.jsonl` and, when the client
 is a prov run on this machine (peer.py), to `<client run dir>/server/<server run id>.jsonl`.
-The peer is looked up and the line written on one worker thread, so the event loop only
-hashes bytes; the last chunk of a response goes out once its line is written (at most 5 s),
-so a client that ends at once finds its exchange when its prov binds it. Headers are never
+The peer is looked up on worker threads as the request comes in, and the response starts
+once it is found (while the client's socket surely exists); the line is written on one
+worker thread, so the event loop only hashes bytes; the last chunk of a response goes out
+once its line is written (at most 5 s), so a client that ends at once finds its exchange
+when its prov binds it. Headers are never
 kept but the content type; the query string neither.
 `GET /prov/v1/identity` answers with this server run's id, store, live manifest digest and
 manifest (for a client on another machine); every other path is the application's.
@@ -25,7 +27,8 @@ IDENTITY_PATH = "/prov/v1/identity"
 IDENTITY_FORMAT = "prov-identity/1"
 MARK = "prov.exchange"  # in the scope: an application mounted inside another is seen once
 PEER_CACHE = 4096
-PEER_WAIT_S = 10.0  # the longest a response's last chunk waits for its client's lookup
+PEER_WAIT_S = 10.0  # the longest a response's start waits for its client's lookup
+LOOKUP_THREADS = 4
 
 
 def install(probe, module):
@@ -116,6 +119,7 @@ class Recorder:
         self.probe = probe
         self.sha256 = hashlib.sha256
         self.pool = None
+        self.lookups = None
         self.peers = {}
         self.seq = 0
         self.server = None
@@ -123,7 +127,7 @@ class Recorder:
             os.register_at_fork(after_in_child=self._forked)  # thread, pid and file
 
     def _forked(self):
-        self.pool, self.peers, self.seq, self.server = None, {}, 0, None
+        self.pool, self.lookups, self.peers, self.seq, self.server = None, None, {}, 0, None
 
     # -- on the event loop: cheap, guarded -------------------------------------------
     async def handle(self, original, app, scope, receive, send):
@@ -141,11 +145,14 @@ class Recorder:
 
         async def send_seen(message):
             guarded("asgi send", ex.on_send, message)
+            if message.get("type") == "http.response.start" and ex.peer is not None \
+                    and not ex.peer.done():
+                # before the client has a byte of its answer, so its socket surely still
+                # exists: a client that has its whole body (by Content-Length, before the
+                # last message) closes at once (a lookup scans /proc: slow on a loaded
+                # host, so it is given up to PEER_WAIT_S)
+                await _settle(ex.peer, timeout=PEER_WAIT_S)
             if _last_body(message):
-                if ex.peer is not None and not ex.peer.done():
-                    # while the client's socket surely still exists (a lookup scans
-                    # /proc: slow on a loaded host, so it is given up to PEER_WAIT_S)
-                    await _settle(ex.peer, timeout=PEER_WAIT_S)
                 # the line is written before the client has its whole answer: a client
                 # that ends at once (curl) finds it when its prov binds the run
                 written = guarded("asgi end", self._end, ex)
@@ -166,19 +173,25 @@ class Recorder:
         scope[MARK] = True
         ex = Exchange(scope, self.sha256)
         if len(ex.client) == 2 and len(ex.server) == 2:
-            ex.peer = self._submit(self._peer, ex.client, ex.server)
+            ex.peer = self._submit("lookups", self._peer, ex.client, ex.server)
         return ex
 
     def _end(self, ex):
         ex.ended = time.time()
-        return self._submit(self._write, ex)
+        return self._submit("pool", self._write, ex)
 
-    def _submit(self, fn, *args):
-        if self.pool is None:
+    def _submit(self, which, fn, *args):
+        """Lookups run on their own threads (one slow lookup, of a client that went away,
+        must not hold the next client's up until its client has gone too); lines are
+        written by one thread, in order."""
+        if getattr(self, which) is None:
             from concurrent.futures import ThreadPoolExecutor  # asyncio's own import
 
-            self.pool = ThreadPoolExecutor(1, thread_name_prefix="prov-exchanges")
-        return self.pool.submit(self.probe.guarded, "asgi " + fn.__name__, fn, *args)
+            setattr(self, which, ThreadPoolExecutor(
+                LOOKUP_THREADS if which == "lookups" else 1,
+                thread_name_prefix="prov-" + which))
+        return getattr(self, which).submit(self.probe.guarded, "asgi " + fn.__name__, fn,
+                                           *args)
 
     async def _identity(self, send):
         doc = self.probe.guarded("asgi identity", self.identity) or {"format": IDENTITY_FORMAT}
