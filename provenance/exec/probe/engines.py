@@ -4,7 +4,8 @@ transformers: `runtime.transformers.models.<i>` (class, attn_implementation as r
 attn_implementation_requested as the user's call asked: a value or `default`, dtype,
 device_map, quantization, name_or_path, revision, commit) and
 `runtime.transformers.tokenizers.<i>` (class, name_or_path, revision,
-chat_template_sha256), numbered in load order over the run's processes (main first). A
+chat_template_sha256), each distinct one numbered in first-load order over the run's
+processes (main first; a second load of the same one is not a second entry). A
 local directory's name_or_path is written `local:<directory name>` (where a copy lives is
 not what it computes with; its files' digests are in `model.files`).
 
@@ -56,10 +57,22 @@ def transformers_facts(processes: list[Process]) -> dict[str, Any]:
         tokenizers += [_tokenizer(t) for t in tf.get("tokenizers") or [] if isinstance(t, dict)]
     out: dict[str, Any] = {}
     if models:
-        out["models"] = {str(i): m for i, m in enumerate(models)}
+        out["models"] = _numbered(models)
     if tokenizers:
-        out["tokenizers"] = {str(i): t for i, t in enumerate(tokenizers)}
+        out["tokenizers"] = _numbered(tokenizers)
     return out
+
+
+def _numbered(items: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Each distinct item once, numbered in first-load order: a second load of the same
+    tokenizer (another process, a code path taken at the first chat request) computes
+    nothing new, and how many loads a server made by the time a client bound to it must
+    not differ two clients of one configuration (seen on the H200: vLLM 0.26's server)."""
+    distinct: list[dict[str, Any]] = []
+    for item in items:
+        if item not in distinct:
+            distinct.append(item)
+    return {str(i): item for i, item in enumerate(distinct)}
 
 
 def _merge_runners(runners: list[dict[str, Any]]) -> dict[str, Any]:

@@ -183,3 +183,23 @@ def test_a_cold_cache_helper_process_does_not_change_the_runs_torch_flags(
         assert run["facts"]["runtime"]["torch"]["flags"]["float32_matmul_precision"] == "high"
     rc, doc = compare(penv, cold, warm)
     assert rc == 0, doc.get("refused")
+
+
+TWICE = """
+import sys
+from transformers import AutoTokenizer
+AutoTokenizer.from_pretrained(sys.argv[1])
+AutoTokenizer.from_pretrained(sys.argv[1])  # a second load of the same tokenizer
+AutoTokenizer.from_pretrained(sys.argv[1], chat_template="{{ messages }}")  # another one
+"""
+
+
+def test_a_tokenizer_loaded_twice_is_one_entry_and_another_one_is_a_second(
+        penv, tmp_path, model_dir):
+    script = tmp_path / "twice.py"
+    script.write_text(TWICE)
+    p = prov("exec", "-q", "--", PYTHON, str(script), str(model_dir), env=penv, timeout=300)
+    assert p.returncode == 0, p.stderr
+    tokenizers = last_run(penv)["facts"]["runtime"]["transformers"]["tokenizers"]
+    assert sorted(tokenizers) == ["0", "1"], tokenizers
+    assert tokenizers["0"]["chat_template_sha256"] != tokenizers["1"]["chat_template_sha256"]
