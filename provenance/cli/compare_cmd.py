@@ -135,6 +135,9 @@ def _render(c, con) -> None:
     if result.one_run:
         render_changes(f"imported by one run only (that version installed on both sides, "
                        f"unedited): {len(result.one_run)}", result.one_run, con)
+    if result.env_one_run:
+        render_changes(f"read by one run only (set to one value in both environments): "
+                       f"{len(result.env_one_run)}", result.env_one_run, con)
     for spec in result.unused:
         con.print(f"[yellow]note[/yellow]: --vary {spec} covers no difference")
     render_outputs(c, con)

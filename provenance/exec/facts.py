@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from provenance.exec.probe.envread import command_env_digests
 from provenance.model import Manifest, ManifestError, ProvError
 from provenance.model.inputs import read_json
 from provenance.model.redact import redact_tree
@@ -72,8 +73,11 @@ def run_facts(run_dir: Path, snapshot_text: str, argv: list[str], workdir: Path,
     from provenance.exec.probe import host as probe
 
     facts = read_run_facts(run_dir, snapshot_sections(snapshot_text), warnings, key)
+    env_digests = command_env_digests(run_dir / "probe", key)  # before collect consumes it
     seen = probe.collect(run_dir, argv, list(outputs), workdir, consume=consume)
     probe.merge_into(facts, redact_tree(seen, key), warnings)
+    if env_digests and isinstance(facts.get("probe"), dict):
+        facts["probe"]["command_env"] = env_digests
     if section:
         facts["run"] = section
     return facts

@@ -12,6 +12,8 @@ sorts every differing key into exactly one bucket:
   seen on one side is no difference (as for `libs.*`, libraries.py): listed, not blocking;
 - *imported by one run*: a distribution only one run's processes imported, installed in
   that version on both sides and seen unedited (loaded.py): listed, not blocking;
+- *read by one run*: a variable only one run read, set to the same value in both runs'
+  environments (env_read.py): listed, not blocking;
 - *refused*: anything else. One refused key refuses the comparison.
 Nothing is waived silently: every bucket but refused is written into the record.
 The libraries both runs loaded are compared beside the manifests (libraries.py).
@@ -24,6 +26,7 @@ from typing import Any
 
 from provenance.gate.config import GateConfig
 from provenance.gate.declared import Declared
+from provenance.gate.env_read import read_by_one_run
 from provenance.gate.follows import Context, Owners, is_jit, one_side_library
 from provenance.gate.libraries import with_library_changes
 from provenance.gate.loaded import imported_by_one_run, loaded_packages
@@ -56,6 +59,7 @@ class GateResult:
     follows: dict[str, dict[str, str]] = field(default_factory=dict)
     context: Context | None = field(default=None, repr=False, compare=False)
     one_run: list[Change] = field(default_factory=list)  # imported by one run's processes
+    env_one_run: list[Change] = field(default_factory=list)  # read by one run, set alike
 
     @property
     def ok(self) -> bool:
@@ -76,6 +80,7 @@ class GateResult:
             "not_loaded": _values(self.not_loaded),
             "one_side": _values(self.one_side),
             "imported_by_one_run": _values(self.one_run),
+            "read_by_one_run": _values(self.env_one_run),
             "unused_vary": self.unused,
         }
 
@@ -94,6 +99,7 @@ class _Sorter:
     not_loaded: list[Change] = field(default_factory=list)
     one_side: list[Change] = field(default_factory=list)
     one_run: list[Change] = field(default_factory=list)
+    env_one_run: list[Change] = field(default_factory=list)
     refused: list[Change] = field(default_factory=list)
 
     def _vary(self, spec: str, change: Change, via: tuple[str, str] | None = None) -> None:
@@ -129,6 +135,8 @@ class _Sorter:
             self.one_side.append(change)
         elif imported_by_one_run(change, self.ctx.a, self.ctx.b):
             self.one_run.append(change)
+        elif read_by_one_run(change, self.ctx.a, self.ctx.b):
+            self.env_one_run.append(change)
         else:
             self.refused.append(change)
 
@@ -161,4 +169,5 @@ def gate(a: Manifest, b: Manifest, vary: list[str], config: GateConfig | None = 
     s.ignored.sort(key=_key)
     return GateResult(d, varied, s.ignored, s.refused, unused, patterns,
                       identical=d.identical and not libs_differ, not_loaded=s.not_loaded,
-                      one_side=s.one_side, one_run=s.one_run, follows=s.follows, context=ctx)
+                      one_side=s.one_side, one_run=s.one_run, follows=s.follows, context=ctx,
+                      env_one_run=s.env_one_run)

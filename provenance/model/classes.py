@@ -144,7 +144,7 @@ CLASSIFICATION: tuple[tuple[str, LeafKind], ...] = (
     # the server run a client talked to (exec/serving): its identity keys are copied under
     # `server.*` and stay identity; which run, where and how many exchanges are context
     *((f"server.{name}", C) for name in ("run_id", "store", "state", "manifest_digest",
-                                         "url", "exchanges.**")),
+                                         "url", "exchanges.**", "command_env.**")),
     ("**", I),
 )
 

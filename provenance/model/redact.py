@@ -172,9 +172,15 @@ def looks_like_secret(value: str) -> bool:
 
 # ---- marking ------------------------------------------------------------------------------
 
+def keyed_mac(value: str, key: bytes) -> str:
+    """`hmac:HEX` of a value under the store's key: equal values of one store compare
+    equal, and the digest reveals nothing of the value (not even a short one)."""
+    mac = hmac.new(key, value.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()
+    return f"hmac:{mac[:_DIGEST_HEX]}"
+
+
 def keyed_digest(secret: str, key: bytes) -> str:
-    mac = hmac.new(key, secret.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()
-    return f"<redacted:hmac:{mac[:_DIGEST_HEX]}>"
+    return f"<redacted:{keyed_mac(secret, key)}>"
 
 
 def _marker(key: bytes | None) -> Callable[[str], str]:

@@ -19,6 +19,8 @@
   `PYTHONHASHSEED`) differs from what prov gave the command: the distinct values those
   processes had. The same for the processes the run started is `probe.child_env.<NAME>`
   (context: their parent's doing, as above).
+- `probe.command_env.<NAME>`: every variable of the command's environment by a keyed
+  digest of its value (context; `command_env_digests`).
 
 prov's own per-run variables (`PROV_*`) are left out of both. Secrets are hidden by the
 caller (`redact_tree` over all probe facts, keyed by the store: two tokens still differ).
@@ -59,6 +61,18 @@ def read_command_env(probe_dir: Path) -> dict[str, str] | None:
     if not isinstance(doc, dict):
         return None
     return {k: v for k, v in doc.items() if isinstance(k, str) and isinstance(v, str)}
+
+
+def command_env_digests(probe_dir: Path, key: bytes) -> dict[str, str]:
+    """`probe.command_env.<NAME>`: every variable prov gave the command, by a keyed digest
+    of its value (context): where one run read a variable the other did not (a JIT only
+    one attention backend runs reads `CC`), the gate sees whether the other run's
+    environment held the same value (gate/env_read.py)."""
+    from provenance.model.redact import keyed_mac
+
+    env = read_command_env(probe_dir) or {}
+    return {name: keyed_mac(value, key) for name, value in sorted(env.items())
+            if not _ours(name)}
 
 
 def _one(values: set[str]) -> str | list[str]:

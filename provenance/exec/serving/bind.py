@@ -47,6 +47,7 @@ class Bound:
     url: str | None = None
     lines: list[dict[str, Any]] = field(default_factory=list)
     history: list[tuple[float, str]] = field(default_factory=list)  # (since, digest)
+    command_env: dict[str, Any] | None = None  # its `probe.command_env` (keyed digests)
 
 
 def _open(path: str | None, own: Store) -> Store:
@@ -91,6 +92,8 @@ def _read_server(b: Bound, own: Store, warnings: list[str]) -> None:
         return
     b.identity, b.digest, b.state = identity_of(manifest), manifest.digest(), info.state
     b.history = _digest_history(store, info.record)
+    env = manifest.get("probe.command_env")
+    b.command_env = env if isinstance(env, dict) else None
 
 
 def _epoch(iso: Any) -> float | None:
@@ -215,7 +218,10 @@ def _section(bound: list[Bound], count: int) -> dict[str, Any]:
                "state": _one_or_list([b.state for b in bound]),
                "manifest_digest": _one_or_list([b.digest for b in bound]),
                "url": _one_or_list([_url(b) for b in bound]),
-               "exchanges": {"count": count, "file": EXCHANGES_FILE}}
+               "exchanges": {"count": count, "file": EXCHANGES_FILE},
+               # one server's environment by digest, for the gate's rule on a variable
+               # only one of two servers read (gate/env_read.py)
+               "command_env": bound[0].command_env if len(bound) == 1 else None}
     section.update({k: v for k, v in context.items() if v is not None})
     return section
 

@@ -16,7 +16,8 @@ from provenance.model.manifest import flatten
 
 ABSENT = "<absent>"
 # the context keys bind.py writes beside the identity (model/classes.py lists them)
-CONTEXT_KEYS = ("run_id", "store", "state", "manifest_digest", "url", "exchanges")
+CONTEXT_KEYS = ("run_id", "store", "state", "manifest_digest", "url", "exchanges",
+                "command_env")
 
 
 def _nest(flat: dict[str, Any]) -> dict[str, Any]:

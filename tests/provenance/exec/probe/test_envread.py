@@ -5,11 +5,12 @@ environment; a helper process that exists on some runs only adds nothing to iden
 # ruff: noqa: F811 - pytest fixtures imported from tests.exec_support
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from provenance.exec.probe.envread import child_env_facts, env_read_facts, process_env_facts
 from provenance.exec.probe.processes import Process
-from tests.exec_support import PYTHON, penv, prov_cache  # noqa: F401 - fixtures
+from tests.exec_support import PYTHON, last_run, penv, prov, prov_cache  # noqa: F401
 from tests.provenance.exec.probe.probe_support import probe_files, run_probed
 from tests.provenance.exec.probe.reads_support import compare, exec_run
 
@@ -86,3 +87,36 @@ def test_a_helper_on_one_run_only_adds_no_difference(penv, tmp_path: Path):
     assert compare(penv, a, b) == (0, {})
     rc, refused = compare(penv, b, exec_run(penv, tmp_path, PYTHON, "helped.py", MY_SETTING="b"))
     assert rc == 3 and list(refused) == ["env.MY_SETTING"], refused
+
+
+BACKEND = """
+import os, sys
+if sys.argv[1] == "triton":  # a JIT only this backend runs asks for the C compiler
+    os.getenv("CC")
+"""
+
+
+def test_a_variable_only_one_backend_read_follows_when_both_environments_hold_it(
+        penv, tmp_path: Path):
+    (tmp_path / "backend.py").write_text(BACKEND)
+    flash = exec_run(penv, tmp_path, PYTHON, "backend.py", "flash", CC="gcc")
+    triton = exec_run(penv, tmp_path, PYTHON, "backend.py", "triton", CC="gcc")
+    assert "CC" not in flash["facts"].get("env", {}) and triton["facts"]["env"]["CC"] == "gcc"
+    # the environment by digest: equal values of one store, and no value in clear
+    digests = flash["facts"]["probe"]["command_env"]
+    assert digests["CC"] == triton["facts"]["probe"]["command_env"]["CC"] != "gcc"
+    assert not any(name.startswith("PROV_") for name in digests)
+    assert compare(penv, flash, triton, "code.args") == (0, {})
+    p = prov("compare", flash["run_id"], triton["run_id"], "--vary", "code.args", "--json",
+             env=penv)
+    assert list(json.loads(p.stdout)["read_by_one_run"]) == ["env.CC"]
+    # the other environment held another value, or none: the read refuses
+    clang = exec_run(penv, tmp_path, PYTHON, "backend.py", "triton", CC="clang")
+    rc, refused = compare(penv, flash, clang, "code.args")
+    assert rc == 3 and list(refused) == ["env.CC"], refused
+    unset = dict(penv)
+    unset.pop("CC", None)
+    bare = prov("exec", "-q", "--", PYTHON, "backend.py", "flash", env=unset, cwd=tmp_path)
+    assert bare.returncode == 0
+    rc, refused = compare(penv, last_run(penv), triton, "code.args")
+    assert rc == 3 and list(refused) == ["env.CC"], refused
