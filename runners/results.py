@@ -25,7 +25,7 @@ from provenance.model.errors import ProvError
 from runners.arrays import npz_bytes
 
 RESULT_FORMAT = "prov-result/1"
-KINDS = ("repeat", "diverge", "replay")
+KINDS = ("repeat", "diverge", "replay", "invariance")
 REQUIRED_META = ("engines", "model_digest", "tokenizer_digest", "text_digest", "positions")
 
 
