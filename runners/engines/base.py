@@ -21,7 +21,9 @@ KNOWN_OPTIONS: dict[str, tuple[str, ...]] = {
              # what decides batch invariance (runners/invariance.py); given or not, the probe
              # reads what the engine resolved
              "batch_invariant", "prefix_caching", "chunked_prefill", "max_num_batched_tokens",
-             "max_num_seqs", "enforce_eager", "cudagraph_capture_sizes", "plant"),
+             "max_num_seqs", "enforce_eager", "cudagraph_capture_sizes", "plant",
+             # `load_format=dummy`: random weights without a checkpoint (scale runs only)
+             "load_format"),
 }
 # `plant=batch_fp16_sum`: a NEGATIVE-CONTROL knob, never a serving setting. It perturbs the
 # logits by a float16 reduction whose chunking follows the rows in the call (the batch), so

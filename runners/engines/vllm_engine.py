@@ -64,6 +64,8 @@ def open_llm(config: EngineConfig, model_dir: str, max_len: int):
         kwargs["attention_backend"] = backend
     if quant != "none":
         kwargs["quantization"] = quant
+    if config.get("load_format"):
+        kwargs["load_format"] = config.get("load_format")
     kwargs.update(_memory_share(config))
     kwargs.update(scheduling_kwargs(config))
     return LLM(**kwargs)
