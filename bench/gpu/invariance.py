@@ -196,7 +196,7 @@ def main() -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     res["env"] = steps.environment(clock)
     model = args.model or args.work / "model"
-    if not args.model:
+    if not args.model and args.part == "main":
         res["steps"]["model"] = build_model(clock, args, model)
     (main_part if args.part == "main" else big_part)(clock, args, res, model)
     res["seconds"] = round(clock.elapsed(), 1)

@@ -20,7 +20,10 @@ from bench.gpu.vllm_grid_rest import _result, _runs
 
 SHAPE_GPU = {"hidden_size": 5120, "num_hidden_layers": 64, "num_attention_heads": 40,
              "num_key_value_heads": 8, "head_dim": 128, "intermediate_size": 22016,
-             "vocab_size": 151936}
+             "vocab_size": 4096}
+# Not Qwen3's 151,936 outputs: the vLLM engine stores top-k prompt logprobs as a dense
+# [positions, vocabulary] float32 array (NaN where not returned), 60 GB per run at 100k x
+# 151,936; at 4,096 it is 1.6 GB. The lm_head is ~1% of a 27B forward pass.
 SHAPE_CPU = {"hidden_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
              "num_key_value_heads": 2, "head_dim": 32, "intermediate_size": 256,
              "vocab_size": 1024}
@@ -35,7 +38,8 @@ def write_model(clock, out: Path, tokens: int, cpu: bool) -> dict[str, Any]:
             "out = Path(sys.argv[1]); out.mkdir(parents=True, exist_ok=True);"
             "_, n = eval_text(out, int(sys.argv[2]), False);"
             "shape = json.loads(sys.argv[3]);"
-            "Qwen3Config(**shape, max_position_embeddings=max(131072, n + 64),"
+            "Qwen3Config(**shape, architectures=['Qwen3ForCausalLM'],"
+            " max_position_embeddings=max(131072, n + 64),"
             " rope_parameters={'rope_type': 'default', 'rope_theta': 1000000.0},"
             " rms_norm_eps=1e-6, tie_word_embeddings=False, use_sliding_window=False,"
             " dtype='bfloat16').save_pretrained(out); print(n)")
