@@ -116,3 +116,13 @@ def test_bad_options_are_one_line(demo_model, tmp_path):
              str(demo_model), "--text", str(demo_model / "eval.txt"),
              store=tmp_path / "store", cwd=tmp_path)
     assert p.returncode != 0 and "plant must be one of" in p.stderr
+
+
+def test_report_draws_the_verdict_and_probes(runs):
+    tmp, _ = runs
+    p = prov("report", str(tmp / "planted"), "--out", str(tmp / "r.html"),
+             store=tmp / "store", cwd=tmp)
+    assert p.returncode == 0, p.stderr[-2000:]
+    html = (tmp / "r.html").read_text()
+    assert "batch invariance" in html and "not invariant" in html
+    assert "Probes (bitwise, per position)" in html and "differed, as it must" in html
