@@ -1,10 +1,11 @@
 """The result format: a directory with result.json (metadata) and arrays.npz (numpy arrays).
 
 result.json carries `format`, `kind` (repeat | diverge | replay | invariance), the engine
-configurations and the runtime facts they resolved, model/tokenizer/text digests, positions, the summary, the
-disclosure card, the list of arrays with shape and dtype, and `arrays_sha256` (over the npz
-bytes). A result is written to a temp directory and renamed into place, and only with a
-constructed DisclosureCard: a result missing a disclosure item cannot be produced.
+configurations and the runtime facts they resolved, model/tokenizer/text digests, positions,
+the summary, the disclosure card, the list of arrays with shape and dtype, and
+`arrays_sha256` (over the npz bytes). A result is written to a temp directory and renamed
+into place, and only with a constructed DisclosureCard: a result missing a disclosure item
+cannot be produced.
 """
 
 from __future__ import annotations
