@@ -9,6 +9,7 @@ from provenance.model.disclosure import DisclosureCard, DisclosureError
 from runners.demo.build import ensure as ensure_demo_model
 from runners.diverge import DivergeOutcome, analyse, run_diverge
 from runners.engines import EngineConfig, EngineError
+from runners.invariance import InvarianceOutcome, InvarianceSpec, run_invariance
 from runners.launch import Launched, LaunchError, standalone, supervised
 from runners.prepare import Prepared, prepare
 from runners.repeat import RepeatOutcome, run_repeat
@@ -24,6 +25,8 @@ __all__ = [
     "EngineError", "LaunchError", "Launched", "Prepared", "RepeatOutcome", "ResultError",
     "analyse", "prepare", "read_result", "run_diverge", "run_repeat", "standalone",
     "supervised", "write_result",
+    # invariance under batching (docs: issue 28)
+    "InvarianceOutcome", "InvarianceSpec", "run_invariance",
     # demo models: `prov demo`, `prov selftest`, `prov run replay` without --model
     "ensure_demo_model", "ensure_replay_model",
     # replay (docs/guides/replay.md)

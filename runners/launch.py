@@ -82,6 +82,9 @@ def worker_env(config: EngineConfig) -> dict[str, str]:
             filter(None, [str(_runners_only_path()), os.environ.get("PYTHONPATH")]))
     if config.engine == "vllm":
         env.update({k: os.environ.get(k, v) for k, v in VLLM_ENV.items()})
+        if config.get("batch_invariant") is not None:
+            # read by vLLM at import; the probe records what vLLM's envs resolved
+            env["VLLM_BATCH_INVARIANT"] = str(config.get("batch_invariant"))
     return env
 
 

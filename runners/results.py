@@ -1,10 +1,11 @@
 """The result format: a directory with result.json (metadata) and arrays.npz (numpy arrays).
 
-result.json carries `format`, `kind` (repeat | diverge), the engine configurations and the
-runtime facts they resolved, model/tokenizer/text digests, positions, the summary, the
-disclosure card, the list of arrays with shape and dtype, and `arrays_sha256` (over the npz
-bytes). A result is written to a temp directory and renamed into place, and only with a
-constructed DisclosureCard: a result missing a disclosure item cannot be produced.
+result.json carries `format`, `kind` (repeat | diverge | replay | invariance), the engine
+configurations and the runtime facts they resolved, model/tokenizer/text digests, positions,
+the summary, the disclosure card, the list of arrays with shape and dtype, and
+`arrays_sha256` (over the npz bytes). A result is written to a temp directory and renamed
+into place, and only with a constructed DisclosureCard: a result missing a disclosure item
+cannot be produced.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from provenance.model.errors import ProvError
 from runners.arrays import npz_bytes
 
 RESULT_FORMAT = "prov-result/1"
-KINDS = ("repeat", "diverge", "replay")
+KINDS = ("repeat", "diverge", "replay", "invariance")
 REQUIRED_META = ("engines", "model_digest", "tokenizer_digest", "text_digest", "positions")
 
 

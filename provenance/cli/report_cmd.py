@@ -11,9 +11,9 @@ from provenance.cli import app
 
 @app.command()
 def report(
-    target: str = typer.Argument(..., help="A prov-result/1 directory (repeat or diverge), a "
-                                 "sweep record (JSON or directory with sweep.json), or a "
-                                 "stored comparison digest or run id (prefix)."),
+    target: str = typer.Argument(..., help="A prov-result/1 directory (repeat, diverge, "
+                                 "invariance), a sweep record (JSON or directory with "
+                                 "sweep.json), or a stored comparison digest or run id (prefix)."),
     out: Path = typer.Option(Path("report.html"), "--out", "-o", help="HTML file to write."),
     store: str = typer.Option(None, "--store", help="Store to read (default: PROV_STORE, "
                               ".prov/ at the git root, or the demo's store beside a result)."),

@@ -1,4 +1,5 @@
-"""`prov run repeat` and `prov run diverge`: engine runs in worker processes, then analysis.
+"""`prov run repeat`, `prov run diverge`, `prov run invariance`: engine runs in workers, then
+analysis.
 
 torch, transformers and vLLM are imported only by the workers; this module imports runners
 lazily inside the commands so `prov --help` stays light.
@@ -167,3 +168,78 @@ def diverge(
         from provenance.report import sparkline_line
 
         console().print(sparkline_line(~res.arrays["agree"]), markup=False, highlight=False)
+
+
+def render_invariance(summary: dict[str, Any], spec: str, path: Path, con) -> None:
+    from rich.table import Table
+
+    t = Table(title=f"invariance: {spec}  -> {summary['verdict']}")
+    for col in ("probe", "identical", "first difference", "top-1 agreement", "max |dlogprob|"):
+        t.add_column(col)
+    rows = {**summary["probes"], "control (planted)": summary["control"]}
+    for name, p in rows.items():
+        first = p["first_difference"]
+        where = f"{first['pair']}: {first['where']} {first['position']}" if first else "-"
+        t.add_row(name, "yes" if p["identical"] else "NO", where,
+                  f"{p['top1_agreement']:.4%}", f"{p['max_abs_logprob_diff']:.3e}")
+    for name, why in summary["not_applicable"].items():
+        t.add_row(name, "-", why, "-", "-")
+    con.print(t)
+    if summary["verdict"] == "unproven":
+        con.print("the negative control did not differ: the probes could not have seen a "
+                  "batch effect, so nothing is shown invariant")
+    con.print(f"result: {path}")
+
+
+@run_app.command("invariance")
+def invariance(
+    engine: str = typer.Option(..., help="engine spec, e.g. vllm:batch_invariant=1,"
+                                         "prefix_caching=1,max_num_batched_tokens=512"),
+    model: Path = typer.Option(..., help="model directory (config.json, weights, tokenizer)"),
+    text: Path = typer.Option(..., help="text the prompts are cut from"),
+    fillers: int = typer.Option(16, help="filler prompts beside the needle (1..64)"),
+    seed: int = typer.Option(0, help="seed of the filler lengths and the needle's positions"),
+    needle_tokens: int = typer.Option(96, help="the needle prompt's length"),
+    filler_min: int = typer.Option(8, help="shortest filler prompt"),
+    filler_max: int = typer.Option(64, help="longest filler prompt"),
+    placements: int = typer.Option(3, help="positions of the needle in the batch"),
+    max_new: int = typer.Option(8, help="greedy continuation length"),
+    probe: list[str] = typer.Option([], help="probes to run (default: all): run_to_run, "
+                                             "needle, batch_size, prefix_cache, "
+                                             "chunked_prefill"),
+    control: str = typer.Option("batch_fp16_sum", help="the planted op of the negative "
+                                                       "control (noop: one that cannot fail)"),
+    out: Path = typer.Option(None, help="result directory"),
+    workdir: Path = typer.Option(None, help="where worker outputs go"),
+    as_json: bool = typer.Option(False, "--json", help="print the summary as JSON"),
+    standalone: bool = typer.Option(False, "--standalone",
+                                    help="a plain child process: no run record"),
+) -> None:
+    """Probe one configuration for batch invariance: run to run, a needle among fillers,
+    batch size 1 vs N, prefix cache, chunked prefill; a planted negative control beside them.
+
+    Exit 0 only for "invariant"; 1 for "not invariant" or "unproven" (the control did not
+    differ, so the probes proved nothing).
+    """
+    from provenance.cli.output import console, print_json
+    from runners import api
+
+    cfg = _config(engine)
+    prep = _prepare(model, text, 1 << 20)
+    spec = api.InvarianceSpec(fillers, seed, needle_tokens, filler_min, filler_max, placements,
+                              max_new, control, tuple(probe) or api.InvarianceSpec.probes)
+    try:
+        spec.check()
+    except ValueError as exc:
+        raise ProvError(str(exc)) from exc
+    out = out or default_out("invariance")
+    work = workdir or out.parent / f".{out.name}.work"
+    try:
+        res = api.run_invariance(cfg, prep, spec, work, out, launcher=launcher(standalone))
+    except (api.LaunchError, api.EngineError, api.DisclosureError) as exc:
+        raise ProvError(str(exc), 3) from exc
+    if as_json:
+        print_json({"result": str(res.result_path), "run_id": res.run_id, **res.summary})
+    else:
+        render_invariance(res.summary, cfg.spec, res.result_path, console())
+    raise typer.Exit(0 if res.verdict == "invariant" else 1)

@@ -34,7 +34,7 @@ def build_report(target: str, *, store: str | None = None, model: Path | None = 
     data: dict[str, Any] = {"format": "prov-report/1", "kind": ld.kind}
     sections: list[str] = []
     titles = {"diverge": "divergence", "repeat": "repeatability", "comparison": "comparison",
-              "run": "run", "sweep": "sweep"}
+              "run": "run", "sweep": "sweep", "invariance": "batch invariance"}
     title = f"prov report: {titles[ld.kind]}"
     if ld.kind == "diverge" or (ld.kind == "comparison" and ld.arrays):
         title += f" — {build.spec(doc['engines'][0])} vs {build.spec(doc['engines'][1])}"
@@ -59,6 +59,13 @@ def build_report(target: str, *, store: str | None = None, model: Path | None = 
         title += f" — {build.spec(doc['engines'][0])} × {len(doc.get('runs') or [])}"
         sections.append(render.section("Summary", render.table(build.repeat_rows(doc)),
                                        "summary"))
+    elif ld.kind == "invariance":
+        title += f" — {build.spec(doc['engines'][0])}: {doc['summary']['verdict']}"
+        sections.append(render.section("Summary", render.table(build.invariance_rows(doc)),
+                                       "summary"))
+        sections.append(render.section(
+            "Probes (bitwise, per position)",
+            render.table(build.invariance_probe_rows(doc), build.INVARIANCE_HEAD), "probes"))
     elif ld.kind == "run":
         rec = next(iter(ld.records.values()))
         title += f" {rec.get('run_id')}"

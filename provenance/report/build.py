@@ -171,6 +171,38 @@ def repeat_rows(doc: dict[str, Any]) -> list[tuple[str, str]]:
     return rows
 
 
+INVARIANCE_HEAD = ("probe", "identical", "first difference", "top-1 agreement",
+                   "max |Δ logprob|", "pairs differing")
+
+
+def invariance_rows(doc: dict[str, Any]) -> list[tuple[str, str]]:
+    s = doc["summary"]
+    c = s["control"]
+    t = s.get("throughput") or {}
+    rows = [("engine", spec(doc["engines"][0])), ("verdict", s["verdict"]),
+            ("negative control", f"{c['op']}: "
+             + ("differed, as it must" if c["failed_as_required"] else
+                "did NOT differ: the probes proved nothing (unproven)")),
+            ("run", str((doc.get("run") or {}).get("run_id"))),
+            ("batched throughput (tokens/s)", str(t.get("batched_tokens_per_s")))]
+    rows += [(k, why) for k, why in (s.get("not_applicable") or {}).items()]
+    resolved = (s.get("knobs") or {}).get("resolved") or {}
+    rows += [(f"knob {k}", f"{v['value']}  ({v['at']})") for k, v in sorted(resolved.items())]
+    return rows
+
+
+def invariance_probe_rows(doc: dict[str, Any]) -> list[tuple[str, ...]]:
+    s = doc["summary"]
+    out = []
+    for name, p in [*s["probes"].items(), ("control (planted)", s["control"])]:
+        f = p.get("first_difference")
+        out.append((name, "yes" if p["identical"] else "no",
+                    f"{f['pair']}: {f['where']} position {f['position']}" if f else "-",
+                    f"{p['top1_agreement']:.4%}", f"{p['max_abs_logprob_diff']:.3e}",
+                    f"{p.get('differing_pairs', 0)} of {p.get('pairs', 0)}"))
+    return out
+
+
 def run_rows(rec: dict[str, Any]) -> list[tuple[str, str]]:
     from provenance.model.redact import redact_argv, redact_command_text
 

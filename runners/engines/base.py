@@ -15,10 +15,20 @@ from provenance.model.errors import ProvError
 
 ENGINES = ("transformers", "vllm")
 KNOWN_OPTIONS: dict[str, tuple[str, ...]] = {
-    "transformers": ("attn", "sdpa_kernel", "dtype", "device", "store"),
+    "transformers": ("attn", "sdpa_kernel", "dtype", "device", "store", "plant"),
     "vllm": ("attention_backend", "kv_cache_dtype", "dtype", "quantization", "topk",
-             "gpu_memory_utilization", "kv_cache_memory_bytes", "python"),
+             "gpu_memory_utilization", "kv_cache_memory_bytes", "python",
+             # what decides batch invariance (runners/invariance.py); given or not, the probe
+             # reads what the engine resolved
+             "batch_invariant", "prefix_caching", "chunked_prefill", "max_num_batched_tokens",
+             "max_num_seqs", "enforce_eager", "cudagraph_capture_sizes", "plant",
+             # `load_format=dummy`: random weights without a checkpoint (scale runs only)
+             "load_format"),
 }
+# `plant=batch_fp16_sum`: a NEGATIVE-CONTROL knob, never a serving setting. It perturbs the
+# logits by a float16 reduction whose chunking follows the rows in the call (the batch), so
+# an invariance probe must catch it (runners/planted.py).
+PLANTS = ("none", "batch_fp16_sum", "noop")
 DTYPES = ("float32", "bfloat16", "float16")
 # What an engine does when an option is not given: a run's command line and parameters name
 # these explicitly, so `transformers` and `transformers:attn=sdpa` are one identity
@@ -53,6 +63,8 @@ class EngineConfig:
                     f"unknown {engine} option {key!r} (known: {', '.join(KNOWN_OPTIONS[engine])})"
                 )
             opts[key] = value
+        if opts.get("plant", "none") not in PLANTS:
+            raise EngineError(f"plant must be one of {', '.join(PLANTS)}")
         if opts.get("dtype", "float32") not in DTYPES:
             raise EngineError(f"dtype must be one of {', '.join(DTYPES)}")
         return cls(engine, tuple(sorted(opts.items())))

@@ -64,8 +64,44 @@ def open_llm(config: EngineConfig, model_dir: str, max_len: int):
         kwargs["attention_backend"] = backend
     if quant != "none":
         kwargs["quantization"] = quant
+    if config.get("load_format"):
+        kwargs["load_format"] = config.get("load_format")
     kwargs.update(_memory_share(config))
+    kwargs.update(scheduling_kwargs(config))
     return LLM(**kwargs)
+
+
+def _flag(value: str, key: str) -> bool:
+    if value.lower() in ("1", "true", "yes", "on"):
+        return True
+    if value.lower() in ("0", "false", "no", "off"):
+        return False
+    raise EngineError(f"{key}={value}: not a boolean (1/0)")
+
+
+def scheduling_kwargs(config: EngineConfig) -> dict[str, Any]:
+    """The batching knobs an invariance run declares (prefix caching, chunked prefill and
+    its budget, batch width, eager or CUDA graphs and their capture sizes); only those given."""
+    out: dict[str, Any] = {}
+    for key, arg in (("prefix_caching", "enable_prefix_caching"),
+                     ("chunked_prefill", "enable_chunked_prefill"),
+                     ("enforce_eager", "enforce_eager")):
+        if config.get(key) is not None:
+            out[arg] = _flag(str(config.get(key)), key)
+    for key in ("max_num_batched_tokens", "max_num_seqs"):
+        if config.get(key) is not None:
+            try:
+                out[key] = int(str(config.get(key)))
+            except ValueError:
+                raise EngineError(f"{key}={config.get(key)}: not an integer") from None
+    sizes = config.get("cudagraph_capture_sizes")
+    if sizes is not None:  # `1/2/4/8`: a comma would split the spec
+        try:
+            out["compilation_config"] = {
+                "cudagraph_capture_sizes": [int(x) for x in str(sizes).split("/")]}
+        except ValueError:
+            raise EngineError(f"cudagraph_capture_sizes={sizes}: not N/N/...") from None
+    return out
 
 
 def _memory_share(config: EngineConfig) -> dict[str, Any]:
