@@ -12,7 +12,8 @@ helper process that exists on a cold compile cache only imported it) is "importe
 run": listed, not blocking, when both runs' environments hold that very version
 (`python.packages.<name>.version`, the snapshot) and none of its imported files was seen
 edited. Which modules a helper happened to import is not an environment difference; a
-version or an edit that differs still refuses, under its own key.
+version or an edit that differs still refuses, under its own key. The same rule holds for
+a client's server (`server.code.modules.*` against `server.python.packages.*`).
 """
 
 from __future__ import annotations
@@ -35,14 +36,16 @@ def not_loaded(key: tuple[str, ...], loaded: set[str] | None) -> bool:
 
 def imported_by_one_run(change: Change, a: Manifest, b: Manifest) -> bool:
     """`code.modules.<dist>.version` on one side only, that version of <dist> installed on
-    both sides, no file of it seen edited."""
+    both sides, no file of it seen edited; the same under a client's `server.*` (one
+    attention backend's server imported `tabulate`, the other's not: seen on the H200)."""
     key = split_key(change.key)
-    if len(key) != 4 or key[:2] != ["code", "modules"] or key[3] != "version":
+    prefix = key[:-4]
+    if prefix not in ([], ["server"]) or len(key) < 4 or change.change == "changed":
         return False
-    if change.change == "changed":
+    if key[-4:-2] != ["code", "modules"] or key[-1] != "version":
         return False
     present, version = (a, change.a) if change.change == "removed" else (b, change.b)
-    if present.get(join_key(["code", "modules", key[2], "edited"])):
+    if present.get(join_key([*prefix, "code", "modules", key[-2], "edited"])):
         return False
-    installed = join_key(["python", "packages", key[2], "version"])
+    installed = join_key([*prefix, "python", "packages", key[-2], "version"])
     return version is not None and a.get(installed) == version == b.get(installed)

@@ -35,3 +35,17 @@ def test_another_installed_version_or_a_seen_edit_still_refuses():
                                                'code.modules.einops.edited."einops/einops.py"'}
     both = gate(run(HELPER), run({"einops": {"version": "0.9.0", "files_checked": 5}}), [])
     assert [c.key for c in both.refused] == ["code.modules.einops.version"]
+
+
+def test_a_module_one_server_imported_in_the_version_both_hold_is_listed_not_refused():
+    def client(modules: dict, tabulate: str = "0.9.0") -> Manifest:
+        return Manifest({"server": {
+            "python": {"packages": {"tabulate": {"version": tabulate}}},
+            "code": {"modules": modules}}})
+
+    seen = {"tabulate": {"version": "0.9.0"}}  # the server's identity keys only
+    result = gate(client(seen), client({}), [])
+    assert result.ok
+    assert [c.key for c in result.one_run] == ["server.code.modules.tabulate.version"]
+    other = gate(client(seen), client({}, tabulate="0.8.0"), [])
+    assert "server.code.modules.tabulate.version" in {c.key for c in other.refused}
