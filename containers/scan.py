@@ -25,7 +25,7 @@ from containers.errors import ImageError
 from containers.owners import library_owners
 from containers.resolve import check_config
 from containers.sources import Opened, open_source
-from containers.verify import PackageCheck, verify_files
+from containers.verify import KINDS, PackageCheck, verify_files
 from containers.walk import Layer, walk
 
 # progress(event, layer_index, done_bytes, total_bytes); event: "start", "advance", "end"
@@ -151,7 +151,9 @@ class ImageScan:
         out: dict[str, dict[str, Any]] = {}
         for key, check in self.files.items():
             entry: dict[str, Any] = {"checked": check.checked}
-            for kind in ("modified", "missing", "unclaimed"):
+            if check.skipped:
+                entry["skipped"] = check.skipped
+            for kind in KINDS:
                 issues = getattr(check, kind)
                 if issues:
                     entry[kind] = [
@@ -267,7 +269,7 @@ def scan_opened(
     libs = {p for p in view.names if cuda.LIBRARY.match(p.rsplit("/", 1)[-1])}
     owners = library_owners(view, dists, os_sec.get("dpkg") or {}, libs)
     cu = cuda_section(view, os_sec, py, owners)
-    files = verify_files(view, dists, list(os_sec.get("dpkg") or {})) if verify else None
+    files = verify_files(view, dists, os_sec.get("dpkg") or {}) if verify else None
     return ImageScan(opened, infos, os_sec, py, dists, cu, warnings, files)
 
 

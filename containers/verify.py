@@ -3,7 +3,8 @@
 The digests were taken while the layers streamed (`FileView.digests`, see filehash.py);
 here they meet the claims, all read from the same final view:
 
-- Python: each `*.dist-info/RECORD` row with a `sha256=` hash (urlsafe base64, no padding),
+- Python: each `*.dist-info/RECORD` row with a hash (`sha256=`, urlsafe base64 without
+  padding, or hex where a distribution writes hex: see `python_dist.record_digest`),
   the path relative to the site-packages directory; rows without a hash (RECORD itself,
   often .pyc) are not checked; when a path appears twice the last row wins, as pip's
   uninstaller reads it.
@@ -28,7 +29,6 @@ byte-code is skipped: the interpreter writes it at import time, unlisted.
 
 from __future__ import annotations
 
-import base64
 import posixpath
 from dataclasses import dataclass, field
 
@@ -41,53 +41,103 @@ from containers.walk import FileView
 UNOWNED = "unowned:"
 
 
+# Each finding's kind, the reason it names: the ONE table (the lock, `prov pin` and
+# `prov verify --lock` print these names).
+KINDS: dict[str, str] = {
+    "modified": "differs from its package's claim; `layer` wrote it (after the install when "
+    "later than `installed`, the package's layer)",
+    "shared": "claimed by two packages: the file is the copy of `other`, installed later",
+    "dpkg_intact": "differs from RECORD but matches dpkg's md5sums of `other` (Debian "
+    "rewrites some files after the wheel was built, e.g. strips extension modules)",
+    "missing": "listed, then deleted (whiteout or replaced) in `layer`",
+    "never_installed": "listed, never written by any layer",
+    "unclaimed": "a file under a package's directory that no package lists",
+}
+PROBLEMS = ("modified", "missing", "never_installed", "unclaimed")
+
+
 @dataclass(frozen=True)
 class FileIssue:
     path: str  # "/opt/venv/lib/python3.11/site-packages/vllm/envs.py"
     layer: int | None  # the layer that last wrote (or deleted) it; None when unknown
     expected: str  # "sha256:<hex>" / "md5:<hex>" as the package claims ("" if unclaimed)
     actual: str  # the final view's digest ("" if missing)
+    installed: int | None = None  # modified: the layer that installed the package
+    other: str = ""  # shared, dpkg_intact: the package whose claim the file matches
 
 
 @dataclass
 class PackageCheck:
     checked: int = 0
+    skipped: int = 0  # claims in an algorithm the walk does not take (sha384, sha512, ...)
     modified: list[FileIssue] = field(default_factory=list)
+    shared: list[FileIssue] = field(default_factory=list)
+    dpkg_intact: list[FileIssue] = field(default_factory=list)
     missing: list[FileIssue] = field(default_factory=list)
+    never_installed: list[FileIssue] = field(default_factory=list)
     unclaimed: list[FileIssue] = field(default_factory=list)
 
     @property
     def clean(self) -> bool:
-        return not (self.modified or self.missing or self.unclaimed)
+        """No finding that says the file is not what its packages installed."""
+        return not any(getattr(self, kind) for kind in PROBLEMS)
 
 
 # a claim: final-view path -> (algorithm, expected digest bytes)
 Claims = dict[str, tuple[str, bytes]]
+# final-view path -> every (package key, algorithm, digest) that claims it
+Claimants = dict[str, list[tuple[str, str, bytes]]]
 
 
 def _actual(d: FileDigest, algo: str) -> bytes | None:
-    return d.sha256 if algo == "sha256" else d.md5
+    """The view's digest in `algo` (None: not taken; a RECORD may name sha384/sha512)."""
+    return d.sha256 if algo == "sha256" else d.md5 if algo == "md5" else None
 
 
-def check_claims(view: FileView, claims: Claims) -> PackageCheck:
-    """Compare one package's claims with the final view's digests."""
+def _matching_other(key: str, found: FileDigest, others: list) -> str:
+    """Another package whose claim the file matches ("" if none): who really wrote it."""
+    for other, algo, want in others:
+        if other != key and _actual(found, algo) == want:
+            return other
+    return ""
+
+
+def check_claims(
+    view: FileView,
+    claims: Claims,
+    key: str = "",
+    installed: int | None = None,
+    claimants: Claimants | None = None,
+) -> PackageCheck:
+    """Compare one package's claims with the final view's digests, each finding with its
+    kind (KINDS); `claimants` (every package's claims by path) tells a file another package
+    installed over this one's, or one dpkg vouches for, from a modified one."""
     out = PackageCheck()
     for path in sorted(claims):
         algo, want = claims[path]
         real = view.resolve(path)
         found = view.digests.get(real) if real is not None else None
+        expected = f"{algo}:{want.hex()}"
         if found is None:
             gone = view.deleted.get(real or path)
-            out.missing.append(FileIssue("/" + path, gone, f"{algo}:{want.hex()}", ""))
+            kind = out.missing if gone is not None else out.never_installed
+            kind.append(FileIssue("/" + path, gone, expected, ""))
             continue
         got = _actual(found, algo)
         if got is None:  # not hashed with this algorithm (see filehash.py): not checkable
+            out.skipped += 1
             continue
         out.checked += 1
-        if got != want:
-            out.modified.append(
-                FileIssue("/" + path, found.layer, f"{algo}:{want.hex()}", f"{algo}:{got.hex()}")
-            )
+        if got == want:
+            continue
+        actual = f"{algo}:{got.hex()}"
+        other = _matching_other(key, found, (claimants or {}).get(real or path, []))
+        if other:
+            vouched = other.startswith("dpkg:") and not key.startswith("dpkg:")
+            kind = out.dpkg_intact if vouched else out.shared
+            kind.append(FileIssue("/" + path, found.layer, expected, actual, None, other))
+        else:
+            out.modified.append(FileIssue("/" + path, found.layer, expected, actual, installed))
     return out
 
 
@@ -102,21 +152,19 @@ def record_listed(location: str, record: bytes) -> set[str]:
 
 
 def record_claims(location: str, record: bytes) -> Claims:
-    """A RECORD's hashed rows as final-view paths (`location` without the leading /)."""
+    """A RECORD's hashed rows as final-view paths (`location` without the leading /): the
+    digest read as installers read it (`python_dist.record_digest`: base64 or hex); a row
+    whose hash is not a readable digest claims nothing (never a garbled expectation)."""
     claims: Claims = {}
     for row in python_dist.record_rows(record.decode("utf-8", "replace")):
-        if len(row) < 2 or "=" not in row[1]:
+        if len(row) < 2 or not row[1]:
             continue
-        algo, _, b64 = row[1].partition("=")
-        if algo != "sha256":
-            continue
-        try:
-            want = base64.urlsafe_b64decode(b64 + "=" * (-len(b64) % 4))
-        except ValueError:
+        found = python_dist.record_digest(row[1])
+        if found is None:
             continue
         path = _record_path(location, row[0])
         claims.pop(path, None)  # the last row wins, in row order
-        claims[path] = ("sha256", want)
+        claims[path] = found
     return claims
 
 
@@ -227,16 +275,30 @@ def unclaimed(
     return out
 
 
+def _claimants(view: FileView, claims: dict[str, Claims]) -> Claimants:
+    out: Claimants = {}
+    for key, c in claims.items():
+        for path, (algo, want) in c.items():
+            out.setdefault(view.resolve(path) or path, []).append((key, algo, want))
+    return out
+
+
 def verify_files(
-    view: FileView, dists: list[PythonDist], dpkg_keys: list[str]
+    view: FileView, dists: list[PythonDist], dpkg: dict[str, dict]
 ) -> dict[str, PackageCheck]:
-    """Every package's file check, keyed as the lock keys packages (plus `unowned:` keys)."""
+    """Every package's file check, keyed as the lock keys packages (plus `unowned:` keys);
+    `dpkg` is the os section's packages (their layers say when each was installed)."""
     from containers.catalog import dist_keys
 
     keyed = dist_keys(dists)
-    claims = dpkg_claims(view, dpkg_keys)
+    claims = dpkg_claims(view, list(dpkg))
     claims.update(python_claims(view, keyed))
-    checks = {key: check_claims(view, c) for key, c in claims.items()}
+    layers = {f"dpkg:{k}": f.get("layer") for k, f in dpkg.items()}
+    layers.update((key, dist.facts.get("layer")) for key, dist in keyed)
+    everyone = _claimants(view, claims)
+    checks = {
+        key: check_claims(view, c, key, layers.get(key), everyone) for key, c in claims.items()
+    }
     listed: dict[str, set[str]] = {}
     sites: dict[str, list[str]] = {}
     for key, dist in keyed:
@@ -245,7 +307,7 @@ def verify_files(
             site = dist.location.lstrip("/")
             listed[key] = record_listed(site, record[1])
             sites.setdefault(site, []).append(key)
-    claimed = {view.resolve(p) or p for c in claims.values() for p in c}
+    claimed = set(everyone)
     claimed.update(view.resolve(p) or p for paths in listed.values() for p in paths)
     for site, keys in sorted(sites.items()):
         for key, issues in unclaimed(view, site, listed, keys, claimed).items():

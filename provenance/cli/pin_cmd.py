@@ -69,11 +69,8 @@ def pin(
         if summary.get(label) is not None:
             con.print(f"[bold]{label:>16}[/bold]  {summary[label]}")
     con.print(f"[bold]{'packages':>16}[/bold]  {summary['packages']}")
-    f = summary["files"]
-    con.print(
-        f"[bold]{'files':>16}[/bold]  {f['checked']} checked, {f['modified']} modified, "
-        f"{f['missing']} missing, {f['unclaimed']} unclaimed"
-    )
+    con.print(f"[bold]{'files':>16}[/bold]  {_files_line(summary['files'])}")
+    _print_findings(con, files or {})
     if image["manifest_synthesized"]:
         con.print(
             "[yellow]         warning[/yellow]  manifest synthesized by docker save: its digest "
@@ -85,8 +82,38 @@ def pin(
 
 
 def _files_summary(files: dict[str, Any]) -> dict[str, int]:
-    """Totals over the per-package file checks."""
-    out = {"checked": sum(c.get("checked", 0) for c in files.values())}
-    for kind in ("modified", "missing", "unclaimed"):
+    """Totals over the per-package file checks: files checked, claims skipped (an algorithm
+    not hashed), and each finding kind."""
+    from containers.verify import KINDS
+
+    out = {k: sum(c.get(k, 0) for c in files.values()) for k in ("checked", "skipped")}
+    for kind in KINDS:
         out[kind] = sum(len(c.get(kind, [])) for c in files.values())
     return out
+
+
+def _files_line(f: dict[str, int]) -> str:
+    shown = [f"{f['checked']} checked"]
+    shown += [f"{n} {k.replace('_', ' ')}" for k, n in f.items() if k != "checked" and n]
+    return ", ".join(shown) if len(shown) > 1 else f"{f['checked']} checked, all intact"
+
+
+_SHOWN = 20  # findings printed; the lock holds them all
+
+
+def _print_findings(con, files: dict[str, Any]) -> None:
+    """One line per finding (package, path, kind and why), the first _SHOWN of them."""
+    from containers.verify import KINDS
+    from provenance.cli.verify_image import finding_text
+
+    found = [
+        (key, kind, issue)
+        for key in sorted(files)
+        for kind in KINDS
+        for issue in files[key].get(kind, [])
+    ]
+    for key, kind, issue in found[:_SHOWN]:
+        why = finding_text(kind, issue.get("layer"), issue.get("installed"), issue.get("other"))
+        con.print(f"{'':>16}  [bold]{key}[/bold] {issue['path']}: {why}")
+    if len(found) > _SHOWN:
+        con.print(f"{'':>16}  ... and {len(found) - _SHOWN} more (all in the lock's [files])")
