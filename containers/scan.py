@@ -18,7 +18,6 @@ from containers.catalog import (
     wants,
     wants_verifying,
 )
-from containers.catalogers import cuda
 from containers.decompress import Decompressed
 from containers.digest import chain_ids
 from containers.errors import ImageError
@@ -266,7 +265,7 @@ def scan_opened(
         os_sec["machine"] = _MACHINE.get(machine[1], machine[1])
     dists = python_dists(view, set((os_sec.get("dpkg") or {}).keys()), warnings, py_history)
     py = python_section(dists)
-    libs = {p for p in view.names if cuda.LIBRARY.match(p.rsplit("/", 1)[-1])}
+    libs = set(view.names)  # shared objects (catalog.wants); owners decide which are CUDA's
     owners = library_owners(view, dists, os_sec.get("dpkg") or {}, libs)
     cu = cuda_section(view, os_sec, py, owners)
     files = verify_files(view, dists, os_sec.get("dpkg") or {}) if verify else None

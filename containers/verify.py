@@ -202,6 +202,21 @@ def conda_claims(prefix: str, data: bytes) -> Claims:
     return claims
 
 
+def conda_listed(prefix: str, data: bytes) -> set[str]:
+    """Every path one conda-meta record lists (`files`, and `paths_data` hashed or not)."""
+    doc = load_content(data)
+    if not isinstance(doc, dict):
+        return set()
+    data_ = doc.get("paths_data")
+    paths = data_.get("paths") if isinstance(data_, dict) else None
+    files = doc.get("files")
+    names = [f for f in files if isinstance(f, str)] if isinstance(files, list) else []
+    for item in paths if isinstance(paths, list) else []:
+        if isinstance(item, dict) and isinstance(item.get("_path"), str):
+            names.append(item["_path"])
+    return {posixpath.normpath(f"{prefix}/{n}").lstrip("/") for n in names}
+
+
 def dpkg_claims(view: FileView, dpkg_keys: list[str]) -> dict[str, Claims]:
     """`dpkg:<key>` -> claims, for every installed package that has an md5sums file."""
     out: dict[str, Claims] = {}
