@@ -24,7 +24,7 @@ from containers.errors import ImageError
 from containers.owners import library_owners
 from containers.resolve import check_config
 from containers.sources import Opened, open_source
-from containers.verify import KINDS, PackageCheck, verify_files
+from containers.verify import KINDS, Coverage, PackageCheck, verify_files
 from containers.walk import Layer, walk
 
 # progress(event, layer_index, done_bytes, total_bytes); event: "start", "advance", "end"
@@ -61,6 +61,7 @@ class ImageScan:
     warnings: list[str]
     # package key -> its file check (None: the scan did not verify files)
     files: dict[str, PackageCheck] | None = None
+    coverage: Coverage | None = None  # what the file check covered (None: not verified)
 
     @property
     def config_digest(self) -> str:
@@ -200,7 +201,8 @@ def _history(config: dict[str, Any], n_layers: int) -> list[dict[str, Any]]:
 
 
 def scan_opened(
-    opened: Opened, progress: Progress | None = None, verify: bool = False
+    opened: Opened, progress: Progress | None = None, verify: bool = False,
+    all_files: bool = False,
 ) -> ImageScan:
     r = opened.resolved
     diff_ids = check_config(r.config, len(r.layers), f"{opened.source}: config")
@@ -268,8 +270,10 @@ def scan_opened(
     libs = set(view.names)  # shared objects (catalog.wants); owners decide which are CUDA's
     owners = library_owners(view, dists, os_sec.get("dpkg") or {}, libs)
     cu = cuda_section(view, os_sec, py, owners)
-    files = verify_files(view, dists, os_sec.get("dpkg") or {}) if verify else None
-    return ImageScan(opened, infos, os_sec, py, dists, cu, warnings, files)
+    files = coverage = None
+    if verify:
+        files, coverage = verify_files(view, dists, os_sec.get("dpkg") or {}, all_files)
+    return ImageScan(opened, infos, os_sec, py, dists, cu, warnings, files, coverage)
 
 
 def scan_image(
@@ -277,11 +281,13 @@ def scan_image(
     progress: Progress | None = None,
     platform: str | None = None,
     verify_files: bool = False,
+    all_files: bool = False,
 ) -> ImageScan:
     """Open `source`, read every layer once, and catalog what the final file view holds;
-    with `verify_files`, every file a package claims is re-hashed in the same pass."""
+    with `verify_files`, every file a package claims is re-hashed in the same pass (and
+    with `all_files`, the files no package lists are recorded too, with their layer)."""
     opened = open_source(source, platform)
     try:
-        return scan_opened(opened, progress, verify_files)
+        return scan_opened(opened, progress, verify_files, all_files)
     finally:
         opened.close()

@@ -52,8 +52,9 @@ KINDS: dict[str, str] = {
     "missing": "listed, then deleted (whiteout or replaced) in `layer`",
     "never_installed": "listed, never written by any layer",
     "unclaimed": "a file under a package's directory that no package lists",
+    "unlisted": "a file no package lists, anywhere (recorded with --all-files)",
 }
-PROBLEMS = ("modified", "missing", "never_installed", "unclaimed")
+PROBLEMS = ("modified", "missing", "never_installed", "unclaimed")  # unlisted: an inventory
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,7 @@ class PackageCheck:
     missing: list[FileIssue] = field(default_factory=list)
     never_installed: list[FileIssue] = field(default_factory=list)
     unclaimed: list[FileIssue] = field(default_factory=list)
+    unlisted: list[FileIssue] = field(default_factory=list)
 
     @property
     def clean(self) -> bool:
@@ -298,10 +300,66 @@ def _claimants(view: FileView, claims: dict[str, Claims]) -> Claimants:
     return out
 
 
+@dataclass
+class Coverage:
+    """What file verification covered: every regular file of the final view in one bucket.
+
+    checked: a package claims it with a digest that was compared; skipped, by rule (`rules`):
+    `unhashed` (listed without a hash: RECORD itself, pip's .pyc), `algorithm` (a hash the
+    walk does not take: sha384, sha512), `pycache` (byte-code the interpreter writes at
+    import, unlisted); unlisted: no package lists it (/etc/passwd, /var, a stray file).
+    With `all_files`, every unlisted file is a finding too (key UNLISTED), with its layer.
+    """
+
+    files: int = 0
+    checked: int = 0
+    skipped: int = 0
+    unlisted: int = 0
+    rules: dict[str, int] = field(default_factory=dict)
+    all_files: bool = False
+
+    def as_dict(self) -> dict:
+        out = {k: getattr(self, k) for k in ("files", "checked", "skipped", "unlisted")}
+        out["skipped_by_rule"] = dict(sorted(self.rules.items()))
+        out["all_files"] = self.all_files
+        return out
+
+
+UNLISTED = "unlisted:/"  # the findings key of files no package lists (with all_files)
+
+
+def file_coverage(
+    view: FileView, everyone: Claimants, listed: set[str], all_files: bool
+) -> tuple[Coverage, list[FileIssue]]:
+    """Each regular file's bucket (see Coverage); with `all_files`, the unlisted ones."""
+    cov = Coverage(files=len(view.digests), all_files=all_files)
+    rules = {"unhashed": 0, "algorithm": 0, "pycache": 0}
+    found: list[FileIssue] = []
+    for path, d in view.digests.items():
+        claims = everyone.get(path)
+        if claims and any(_actual(d, algo) is not None for _, algo, _ in claims):
+            cov.checked += 1
+            continue
+        rule = (
+            "algorithm" if claims else "unhashed" if path in listed
+            else "pycache" if "__pycache__/" in path else ""
+        )
+        if rule:
+            rules[rule] += 1
+            continue
+        cov.unlisted += 1
+        if all_files:
+            found.append(FileIssue("/" + path, d.layer, "", "sha256:" + d.sha256.hex()))
+    cov.skipped = sum(rules.values())
+    cov.rules = {k: n for k, n in rules.items() if n}
+    return cov, sorted(found, key=_by_path)
+
+
 def verify_files(
-    view: FileView, dists: list[PythonDist], dpkg: dict[str, dict]
-) -> dict[str, PackageCheck]:
-    """Every package's file check, keyed as the lock keys packages (plus `unowned:` keys);
+    view: FileView, dists: list[PythonDist], dpkg: dict[str, dict], all_files: bool = False
+) -> tuple[dict[str, PackageCheck], Coverage]:
+    """Every package's file check, keyed as the lock keys packages (plus `unowned:` keys,
+    and with `all_files` the UNLISTED key), and what the check covered;
     `dpkg` is the os section's packages (their layers say when each was installed)."""
     from containers.catalog import dist_keys
 
@@ -327,7 +385,12 @@ def verify_files(
     for site, keys in sorted(sites.items()):
         for key, issues in unclaimed(view, site, listed, keys, claimed).items():
             checks.setdefault(key, PackageCheck()).unclaimed.extend(sorted(issues, key=_by_path))
-    return dict(sorted(checks.items()))
+    cov, unlisted = file_coverage(view, everyone, claimed, all_files)
+    if all_files:
+        charged = {i.path for c in checks.values() for i in c.unclaimed}
+        rest = [i for i in unlisted if i.path not in charged]  # not reported twice
+        checks[UNLISTED] = PackageCheck(unlisted=rest)
+    return dict(sorted(checks.items())), cov
 
 
 def _by_path(issue: FileIssue) -> str:

@@ -9,6 +9,8 @@ TOML (tomlkit), stable order. Written by `prov pin SOURCE`, checked by
     [image]      source, reference (name@sha256:...), index/manifest/config digests, platform
     [[layers]]   index, digest, diff_id, chain_id, created_by
     [packages]   "dpkg:NAME" = {version, layer}; "python:NAME" = {version, layer, fingerprint}
+    [coverage]   (format 3) files, checked, skipped, unlisted, skipped_by_rule, all_files:
+                 every regular file of the image in one bucket (see containers.verify)
     [files]      (format 2+) "KEY" = {checked, skipped, <kind> = [...]}: each package's file
                  verification; one list per finding kind (`_ISSUES`: modified, shared,
                  dpkg_intact, missing, never_installed, unclaimed) of
@@ -37,7 +39,9 @@ LOCK_VERSION = 3
 READ_VERSIONS = (1, 2, 3)
 # the finding kinds of containers.verify.KINDS (lockfiles may not import containers; a test
 # holds the two equal)
-_ISSUES = ("modified", "shared", "dpkg_intact", "missing", "never_installed", "unclaimed")
+_ISSUES = (
+    "modified", "shared", "dpkg_intact", "missing", "never_installed", "unclaimed", "unlisted"
+)
 _FOLD_V2 = {"shared": "modified", "dpkg_intact": "modified", "never_installed": "missing"}
 _IMAGE_KEYS = (
     "source",
@@ -94,10 +98,14 @@ def _layers(image: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def lock_from_facts(
-    facts: dict[str, Any], created_by: str = "prov", files: dict[str, Any] | None = None
+    facts: dict[str, Any],
+    created_by: str = "prov",
+    files: dict[str, Any] | None = None,
+    coverage: dict[str, Any] | None = None,
 ) -> str:
     """The lock's TOML text for an image scan's facts (`ImageScan.facts()`) and, when the
-    scan verified files, its per-package file checks (`ImageScan.file_checks()`)."""
+    scan verified files, its per-package file checks (`ImageScan.file_checks()`) and their
+    coverage (`ImageScan.coverage.as_dict()`)."""
     image = facts.get("image")
     if not isinstance(image, dict):
         raise LockError("not an image manifest: no image section")
@@ -128,6 +136,10 @@ def lock_from_facts(
     warnings = facts.get("warnings")
     if isinstance(warnings, list) and warnings:  # hostile layer content prov accepted
         doc["warnings"] = [str(w) for w in warnings]
+    if coverage is not None:
+        cov = tomlkit.table()
+        cov.update(coverage)
+        doc["coverage"] = cov
     if files is not None:
         doc["files"] = _files_table(files)
     else:
@@ -170,6 +182,8 @@ def read_lock(text: str, origin: str = "lock") -> dict[str, Any]:
         raise LockError(f"{origin}: lock has no image.config_digest")
     if not isinstance(doc.get("layers", []), list) or not isinstance(doc.get("packages", {}), dict):
         raise LockError(f"{origin}: malformed layers or packages")
+    if not isinstance(doc.get("coverage", {}), dict):
+        raise LockError(f"{origin}: malformed coverage table")
     if not isinstance(doc.get("files", {}), dict):
         raise LockError(f"{origin}: malformed files table")
     return doc

@@ -32,7 +32,9 @@ def verify_image_lock(lock: Path, source: str | None, as_json: bool) -> int:
     if not source:
         raise ProvError(f"{lock}: no SOURCE given and none recorded in the lock")
     # a format-1 lock has no file checks to compare: its image is not re-hashed per file
-    scan = scan_image(source, verify_files="files" in doc)
+    # a lock pinned with --all-files recorded the unlisted files: they are compared too
+    all_files = bool((doc.get("coverage") or {}).get("all_files"))
+    scan = scan_image(source, verify_files="files" in doc, all_files=all_files)
     facts = scan.facts()
     diffs = compare(doc, facts, scan.file_checks())
     if as_json:
@@ -112,6 +114,8 @@ def finding_text(kind: str, layer: Any, installed: Any = None, other: str = "") 
         return "never_installed: listed, never written by any layer"
     if kind == "unclaimed":
         return f"unclaimed: no package lists it (written in layer {layer})"
+    if kind == "unlisted":
+        return f"unlisted: no package lists it (written in layer {layer})"
     return kind  # "restored"
 
 
