@@ -138,7 +138,12 @@ def lock_from_facts(
         doc["warnings"] = [str(w) for w in warnings]
     if coverage is not None:
         cov = tomlkit.table()
-        cov.update(coverage)
+        for key, value in coverage.items():
+            if isinstance(value, dict):
+                inline = tomlkit.inline_table()
+                inline.update(value)
+                value = inline
+            cov[key] = value
         doc["coverage"] = cov
     if files is not None:
         doc["files"] = _files_table(files)

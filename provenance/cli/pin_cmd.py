@@ -108,9 +108,10 @@ def _files_summary(files: dict[str, Any]) -> dict[str, int]:
 
 
 def _files_line(f: dict[str, int]) -> str:
-    shown = [f"{f['checked']} checked"]
+    """Claims checked (a file two packages list counts twice) and each finding kind."""
+    shown = [f"{f['checked']} claims checked"]
     shown += [f"{n} {k.replace('_', ' ')}" for k, n in f.items() if k != "checked" and n]
-    return ", ".join(shown) if len(shown) > 1 else f"{f['checked']} checked, all intact"
+    return ", ".join(shown) if len(shown) > 1 else f"{shown[0]}, all intact"
 
 
 def _coverage_line(c: dict[str, Any]) -> str:

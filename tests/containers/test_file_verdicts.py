@@ -157,3 +157,19 @@ def test_a_format_2_lock_compares_under_the_old_names() -> None:
                         "never_installed": [gone]}}
     assert compare_files(locked, now, _FOLD_V2) == []
     assert {d.change for d in compare_files(locked, now)} == {"shared", "never_installed"}
+
+
+def test_the_docs_show_what_pin_prints(image: Path, tmp_path: Path) -> None:
+    """docs/concepts/locks.md shows `prov pin` on this very image: its lines (all but the
+    digests, which depend on the files' mtimes) are what prov prints."""
+    import os
+
+    page = Path(__file__).resolve().parents[2] / "docs" / "concepts" / "locks.md"
+    block = page.read_text().split("$ prov pin oci:oci\n", 1)[1].split("```", 1)[0]
+    shown = [" ".join(line.split()) for line in block.splitlines() if "sha256:" not in line]
+    env = os.environ | {"COLUMNS": "400"}
+    done = subprocess.run([PROV, "pin", f"oci:{image}", "--out", str(tmp_path / "img.lock.toml")],
+                          capture_output=True, text=True, timeout=120, env=env)
+    printed = [" ".join(line.split()) for line in done.stdout.splitlines()]
+    printed = [p for p in printed if "sha256:" not in p]
+    assert shown[:-1] == printed[:-1]  # the last: the lock's path
