@@ -9,7 +9,8 @@ here they meet the claims, all read from the same final view:
   often .pyc) are not checked; when a path appears twice the last row wins, as pip's
   uninstaller reads it.
 - dpkg: `var/lib/dpkg/info/<package>.md5sums` of every installed package (md5, paths
-  relative to the root; conffiles are not in it, as with `dpkg --verify`).
+  relative to the root), and the conffiles with their md5 from the package's status stanza
+  (md5sums leaves them out; `dpkg --verify` checks both).
 - conda: `<prefix>/conda-meta/*.json` `paths_data.paths[]` (`sha256_in_prefix` when the
   installer rewrote the prefix, else `sha256`), paths relative to the prefix.
 
@@ -220,7 +221,11 @@ def conda_listed(prefix: str, data: bytes) -> set[str]:
 
 
 def dpkg_claims(view: FileView, dpkg_keys: list[str]) -> dict[str, Claims]:
-    """`dpkg:<key>` -> claims, for every installed package that has an md5sums file."""
+    """`dpkg:<key>` -> claims, for every installed package with an md5sums file or
+    conffiles (their md5 in the status stanza, which `dpkg --verify` checks too)."""
+    from containers.catalog import STATUS
+    from containers.catalogers.dpkg import parse_conffiles
+
     out: dict[str, Claims] = {}
     for key in dpkg_keys:
         names = (key, key.split(":")[0]) if ":" in key else (key,)
@@ -230,6 +235,17 @@ def dpkg_claims(view: FileView, dpkg_keys: list[str]) -> dict[str, Claims]:
             if found is not None:
                 out[f"dpkg:{key}"] = md5sums_claims(found[1])
                 break
+    status = view.files.get(STATUS)
+    conffiles = parse_conffiles(status[1].decode("utf-8", "replace")) if status else {}
+    for key, entries in conffiles.items():
+        if key not in dpkg_keys:
+            continue
+        claims = out.setdefault(f"dpkg:{key}", {})
+        for path, digest in entries:
+            try:
+                claims.setdefault(path.lstrip("/"), ("md5", bytes.fromhex(digest)))
+            except ValueError:
+                continue
     return out
 
 

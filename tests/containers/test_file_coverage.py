@@ -2,10 +2,10 @@
 skipped by a named rule, or unlisted; `prov pin --all-files` records the unlisted ones, so a
 changed /etc/passwd (which no Debian package lists) is reported with its layer.
 
-Layer 0 holds 11 regular files, bucketed here by hand: checked (a dpkg md5sums line, two
-hashed RECORD rows), skipped by rule (a sha512 row, RECORD and a pip-written .pyc listed
+Layer 0 holds 12 regular files, bucketed here by hand: checked (a dpkg md5sums line, a
+dpkg conffile, two hashed RECORD rows), skipped by rule (a sha512 row, RECORD and a pip-written .pyc listed
 without hash, an unlisted __pycache__ file), unlisted (os-release, passwd, dpkg's database).
-Layer 1 rewrites /etc/passwd.
+Layer 1 rewrites /etc/passwd and the conffile.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import pytest
 from tests.fixtures import oci_pack
 
 PROV = str(Path(sys.executable).with_name("prov"))
+CONF, EDITED = b"verbose = no\n", b"verbose = yes\n"  # a dpkg conffile, edited in layer 1
 SITE = "opt/venv/lib/python3.11/site-packages"
 DIST = "demo-1.0.dist-info"
 
@@ -45,7 +46,9 @@ def _files() -> dict[str, bytes]:
         "etc/passwd": b"root:x:0:0:root:/root:/bin/bash\n",
         "var/lib/dpkg/status": (
             b"Package: tool\nStatus: install ok installed\nArchitecture: amd64\nVersion: 1\n"
+            b"Conffiles:\n /etc/tool.conf " + hashlib.md5(CONF).hexdigest().encode() + b"\n"
         ),
+        "etc/tool.conf": CONF,
         "var/lib/dpkg/info/tool.md5sums": (
             f"{hashlib.md5(b'tool').hexdigest()}  usr/bin/tool\n".encode()
         ),
@@ -62,7 +65,8 @@ def _files() -> dict[str, bytes]:
 @pytest.fixture(scope="module")
 def images(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     tmp = tmp_path_factory.mktemp("coverage")
-    for name, files in (("base", _files()), ("later", {"etc/passwd": b"evil::0:0::/:/bin/sh\n"})):
+    for name, files in (("base", _files()), ("later", {"etc/passwd": b"evil::0:0::/:/bin/sh\n",
+                                                  "etc/tool.conf": EDITED})):
         for rel, data in files.items():
             (tmp / name / rel).parent.mkdir(parents=True, exist_ok=True)
             (tmp / name / rel).write_bytes(data)
@@ -80,7 +84,7 @@ def _prov(*args: str) -> subprocess.CompletedProcess:
 
 
 WANT = {
-    "files": 11, "checked": 3, "skipped": 4, "unlisted": 4,
+    "files": 12, "checked": 4, "skipped": 4, "unlisted": 4,
     "skipped_by_rule": {"algorithm": 1, "pycache": 1, "unhashed": 2},
 }
 
@@ -94,13 +98,16 @@ def test_pin_states_its_coverage(images: dict[str, Path], tmp_path: Path) -> Non
 
     assert tomllib.loads(lock.read_text())["coverage"] == WANT | {"all_files": False}
     table = _prov("pin", f"oci:{images['base']}", "--out", str(lock))
-    assert ("11 regular files: 3 checked, 4 skipped by rule (algorithm 1, pycache 1, "
+    assert ("12 regular files: 4 checked, 4 skipped by rule (algorithm 1, pycache 1, "
             "unhashed 2), 4 unlisted") in " ".join(table.stdout.split())
-    # without --all-files the unlisted /etc/passwd is not pinned: the change goes unseen,
-    # as the coverage says
+    # the edited conffile is checked (dpkg's status holds its md5, as dpkg --verify reads
+    # it); without --all-files the unlisted /etc/passwd is not pinned: its change goes
+    # unseen, as the coverage says
     quiet = _prov("verify", "--lock", str(lock), f"oci:{images['patched']}", "--json")
     diffs = [d for d in json.loads(quiet.stdout)["differences"] if d.get("path")]
-    assert diffs == []
+    assert [(d["key"], d["path"], d["change"], d["layer"]) for d in diffs] == [
+        ("files.dpkg:tool", "/etc/tool.conf", "modified", 1)
+    ]
 
 
 def test_all_files_reports_a_changed_unlisted_file(
@@ -124,7 +131,8 @@ def test_all_files_reports_a_changed_unlisted_file(
     diffs = [d for d in json.loads(changed.stdout)["differences"] if d.get("path")]
     new = "sha256:" + hashlib.sha256(b"evil::0:0::/:/bin/sh\n").hexdigest()
     assert [(d["key"], d["path"], d["change"], d["layer"], d["now"]) for d in diffs] == [
-        ("files.unlisted:/", "/etc/passwd", "unlisted", 1, new)
+        ("files.dpkg:tool", "/etc/tool.conf", "modified", 1, "md5:" + hashlib.md5(EDITED).hexdigest()),
+        ("files.unlisted:/", "/etc/passwd", "unlisted", 1, new),
     ]
     table = _prov("verify", "--lock", str(lock), f"oci:{images['patched']}")
     assert "/etc/passwd: unlisted: no package lists it (written in layer 1)" in table.stdout
