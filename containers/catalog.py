@@ -19,10 +19,10 @@ INFO = "var/lib/dpkg/info/"
 
 
 def _list_filter(data: bytes) -> bytes:
-    """Keep only the Python metadata and CUDA library lines of a dpkg .list file (who owns
+    """Keep only the Python metadata and shared-object lines of a dpkg .list file (who owns
     them): memory stays small."""
     text = data.decode("utf-8", "replace")
-    libs = [x for x in text.splitlines() if ".so." in x and cuda.LIBRARY.match(x.rsplit("/")[-1])]
+    libs = [x for x in text.splitlines() if ".so" in x and cuda.shared_object(x.rsplit("/")[-1])]
     return "\n".join(dpkg.parse_list_owned(text) + libs).encode()
 
 
@@ -42,7 +42,7 @@ def wants(path: str) -> object:
         return None
     if base.endswith(".list") and parent == INFO[:-1]:
         return _list_filter
-    if ".so." in base and cuda.LIBRARY.match(base):
+    if ".so" in base and cuda.shared_object(base):  # its owner decides if it is CUDA's
         return NAME
     if path in OS_RELEASE or path == STATUS:
         return CONTENT
@@ -242,6 +242,22 @@ def python_section(dists: list[PythonDist]) -> dict[str, Any]:
     return {"packages": packages, "site_packages": locations}
 
 
+def _cuda_library(path: str, owner: dict[str, str] | None) -> tuple[str, str] | None:
+    """(library, soname version) when `path` is one of the CUDA stack's shared objects:
+    its owner is a CUDA package, or (nobody lists it) its name or place says so."""
+    base = path.rsplit("/", 1)[-1]
+    found = cuda.shared_object(base)
+    if found is None:
+        return None
+    if owner is not None:
+        if cuda.is_cuda_package(owner["package"]):
+            return found
+        return cuda.library_version(base)  # torch's bundled libcudart.so.12 stays named
+    if cuda.under_nvidia(path):
+        return found
+    return cuda.library_version(base)
+
+
 def cuda_section(
     view: FileView,
     os_sec: dict[str, Any],
@@ -264,7 +280,7 @@ def cuda_section(
         section["toolkit"] = toolkits
     libs: dict[str, Any] = {}
     for path in sorted(view.names):
-        found = cuda.library_version(path.rsplit("/", 1)[-1])
+        found = _cuda_library(path, (owners or {}).get(path))
         if found is None:
             continue
         lib, version = found

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from containers.catalog import INFO, PythonDist, dist_keys
-from containers.verify import conda_claims, record_listed
+from containers.verify import conda_listed, record_listed
 from containers.walk import FileView
 
 
@@ -25,7 +25,7 @@ def _python_lists(view: FileView, dists: list[PythonDist]):
         elif dist.meta.endswith(".json") and dist.facts.get("installer") == "conda":
             found = view.files.get(dist.meta)
             if found is not None:
-                yield key, version, set(conda_claims(dist.meta.rsplit("/", 2)[0], found[1]))
+                yield key, version, conda_listed(dist.meta.rsplit("/", 2)[0], found[1])
 
 
 def _dpkg_lists(view: FileView, dpkg: dict[str, Any]):

@@ -18,14 +18,13 @@ from containers.catalog import (
     wants,
     wants_verifying,
 )
-from containers.catalogers import cuda
 from containers.decompress import Decompressed
 from containers.digest import chain_ids
 from containers.errors import ImageError
 from containers.owners import library_owners
 from containers.resolve import check_config
 from containers.sources import Opened, open_source
-from containers.verify import PackageCheck, verify_files
+from containers.verify import KINDS, Coverage, PackageCheck, verify_files
 from containers.walk import Layer, walk
 
 # progress(event, layer_index, done_bytes, total_bytes); event: "start", "advance", "end"
@@ -62,6 +61,7 @@ class ImageScan:
     warnings: list[str]
     # package key -> its file check (None: the scan did not verify files)
     files: dict[str, PackageCheck] | None = None
+    coverage: Coverage | None = None  # what the file check covered (None: not verified)
 
     @property
     def config_digest(self) -> str:
@@ -151,7 +151,9 @@ class ImageScan:
         out: dict[str, dict[str, Any]] = {}
         for key, check in self.files.items():
             entry: dict[str, Any] = {"checked": check.checked}
-            for kind in ("modified", "missing", "unclaimed"):
+            if check.skipped:
+                entry["skipped"] = check.skipped
+            for kind in KINDS:
                 issues = getattr(check, kind)
                 if issues:
                     entry[kind] = [
@@ -199,7 +201,8 @@ def _history(config: dict[str, Any], n_layers: int) -> list[dict[str, Any]]:
 
 
 def scan_opened(
-    opened: Opened, progress: Progress | None = None, verify: bool = False
+    opened: Opened, progress: Progress | None = None, verify: bool = False,
+    all_files: bool = False,
 ) -> ImageScan:
     r = opened.resolved
     diff_ids = check_config(r.config, len(r.layers), f"{opened.source}: config")
@@ -264,11 +267,13 @@ def scan_opened(
         os_sec["machine"] = _MACHINE.get(machine[1], machine[1])
     dists = python_dists(view, set((os_sec.get("dpkg") or {}).keys()), warnings, py_history)
     py = python_section(dists)
-    libs = {p for p in view.names if cuda.LIBRARY.match(p.rsplit("/", 1)[-1])}
+    libs = set(view.names)  # shared objects (catalog.wants); owners decide which are CUDA's
     owners = library_owners(view, dists, os_sec.get("dpkg") or {}, libs)
     cu = cuda_section(view, os_sec, py, owners)
-    files = verify_files(view, dists, list(os_sec.get("dpkg") or {})) if verify else None
-    return ImageScan(opened, infos, os_sec, py, dists, cu, warnings, files)
+    files = coverage = None
+    if verify:
+        files, coverage = verify_files(view, dists, os_sec.get("dpkg") or {}, all_files)
+    return ImageScan(opened, infos, os_sec, py, dists, cu, warnings, files, coverage)
 
 
 def scan_image(
@@ -276,11 +281,13 @@ def scan_image(
     progress: Progress | None = None,
     platform: str | None = None,
     verify_files: bool = False,
+    all_files: bool = False,
 ) -> ImageScan:
     """Open `source`, read every layer once, and catalog what the final file view holds;
-    with `verify_files`, every file a package claims is re-hashed in the same pass."""
+    with `verify_files`, every file a package claims is re-hashed in the same pass (and
+    with `all_files`, the files no package lists are recorded too, with their layer)."""
     opened = open_source(source, platform)
     try:
-        return scan_opened(opened, progress, verify_files)
+        return scan_opened(opened, progress, verify_files, all_files)
     finally:
         opened.close()

@@ -3,12 +3,14 @@
 The digests were taken while the layers streamed (`FileView.digests`, see filehash.py);
 here they meet the claims, all read from the same final view:
 
-- Python: each `*.dist-info/RECORD` row with a `sha256=` hash (urlsafe base64, no padding),
+- Python: each `*.dist-info/RECORD` row with a hash (`sha256=`, urlsafe base64 without
+  padding, or hex where a distribution writes hex: see `python_dist.record_digest`),
   the path relative to the site-packages directory; rows without a hash (RECORD itself,
   often .pyc) are not checked; when a path appears twice the last row wins, as pip's
   uninstaller reads it.
 - dpkg: `var/lib/dpkg/info/<package>.md5sums` of every installed package (md5, paths
-  relative to the root; conffiles are not in it, as with `dpkg --verify`).
+  relative to the root), and the conffiles with their md5 from the package's status stanza
+  (md5sums leaves them out; `dpkg --verify` checks both).
 - conda: `<prefix>/conda-meta/*.json` `paths_data.paths[]` (`sha256_in_prefix` when the
   installer rewrote the prefix, else `sha256`), paths relative to the prefix.
 
@@ -28,7 +30,6 @@ byte-code is skipped: the interpreter writes it at import time, unlisted.
 
 from __future__ import annotations
 
-import base64
 import posixpath
 from dataclasses import dataclass, field
 
@@ -41,53 +42,105 @@ from containers.walk import FileView
 UNOWNED = "unowned:"
 
 
+# Each finding's kind, the reason it names: the ONE table (the lock, `prov pin` and
+# `prov verify --lock` print these names).
+KINDS: dict[str, str] = {
+    "modified": "differs from its package's claim; `layer` wrote it (after the install when "
+    "later than `installed`, the package's layer)",
+    "shared": "claimed by two packages: the file is the copy of `other`, installed later",
+    "dpkg_intact": "differs from RECORD but matches dpkg's md5sums of `other` (Debian "
+    "rewrites some files after the wheel was built, e.g. strips extension modules)",
+    "missing": "listed, then deleted (whiteout or replaced) in `layer`",
+    "never_installed": "listed, never written by any layer",
+    "unclaimed": "a file under a package's directory that no package lists",
+    "unlisted": "a file no package lists, anywhere (recorded with --all-files)",
+}
+PROBLEMS = ("modified", "missing", "never_installed", "unclaimed")  # unlisted: an inventory
+
+
 @dataclass(frozen=True)
 class FileIssue:
     path: str  # "/opt/venv/lib/python3.11/site-packages/vllm/envs.py"
     layer: int | None  # the layer that last wrote (or deleted) it; None when unknown
     expected: str  # "sha256:<hex>" / "md5:<hex>" as the package claims ("" if unclaimed)
     actual: str  # the final view's digest ("" if missing)
+    installed: int | None = None  # modified: the layer that installed the package
+    other: str = ""  # shared, dpkg_intact: the package whose claim the file matches
 
 
 @dataclass
 class PackageCheck:
     checked: int = 0
+    skipped: int = 0  # claims in an algorithm the walk does not take (sha384, sha512, ...)
     modified: list[FileIssue] = field(default_factory=list)
+    shared: list[FileIssue] = field(default_factory=list)
+    dpkg_intact: list[FileIssue] = field(default_factory=list)
     missing: list[FileIssue] = field(default_factory=list)
+    never_installed: list[FileIssue] = field(default_factory=list)
     unclaimed: list[FileIssue] = field(default_factory=list)
+    unlisted: list[FileIssue] = field(default_factory=list)
 
     @property
     def clean(self) -> bool:
-        return not (self.modified or self.missing or self.unclaimed)
+        """No finding that says the file is not what its packages installed."""
+        return not any(getattr(self, kind) for kind in PROBLEMS)
 
 
 # a claim: final-view path -> (algorithm, expected digest bytes)
 Claims = dict[str, tuple[str, bytes]]
+# final-view path -> every (package key, algorithm, digest) that claims it
+Claimants = dict[str, list[tuple[str, str, bytes]]]
 
 
 def _actual(d: FileDigest, algo: str) -> bytes | None:
-    return d.sha256 if algo == "sha256" else d.md5
+    """The view's digest in `algo` (None: not taken; a RECORD may name sha384/sha512)."""
+    return d.sha256 if algo == "sha256" else d.md5 if algo == "md5" else None
 
 
-def check_claims(view: FileView, claims: Claims) -> PackageCheck:
-    """Compare one package's claims with the final view's digests."""
+def _matching_other(key: str, found: FileDigest, others: list) -> str:
+    """Another package whose claim the file matches ("" if none): who really wrote it."""
+    for other, algo, want in others:
+        if other != key and _actual(found, algo) == want:
+            return other
+    return ""
+
+
+def check_claims(
+    view: FileView,
+    claims: Claims,
+    key: str = "",
+    installed: int | None = None,
+    claimants: Claimants | None = None,
+) -> PackageCheck:
+    """Compare one package's claims with the final view's digests, each finding with its
+    kind (KINDS); `claimants` (every package's claims by path) tells a file another package
+    installed over this one's, or one dpkg vouches for, from a modified one."""
     out = PackageCheck()
     for path in sorted(claims):
         algo, want = claims[path]
         real = view.resolve(path)
         found = view.digests.get(real) if real is not None else None
+        expected = f"{algo}:{want.hex()}"
         if found is None:
             gone = view.deleted.get(real or path)
-            out.missing.append(FileIssue("/" + path, gone, f"{algo}:{want.hex()}", ""))
+            kind = out.missing if gone is not None else out.never_installed
+            kind.append(FileIssue("/" + path, gone, expected, ""))
             continue
         got = _actual(found, algo)
         if got is None:  # not hashed with this algorithm (see filehash.py): not checkable
+            out.skipped += 1
             continue
         out.checked += 1
-        if got != want:
-            out.modified.append(
-                FileIssue("/" + path, found.layer, f"{algo}:{want.hex()}", f"{algo}:{got.hex()}")
-            )
+        if got == want:
+            continue
+        actual = f"{algo}:{got.hex()}"
+        other = _matching_other(key, found, (claimants or {}).get(real or path, []))
+        if other:
+            vouched = other.startswith("dpkg:") and not key.startswith("dpkg:")
+            kind = out.dpkg_intact if vouched else out.shared
+            kind.append(FileIssue("/" + path, found.layer, expected, actual, None, other))
+        else:
+            out.modified.append(FileIssue("/" + path, found.layer, expected, actual, installed))
     return out
 
 
@@ -102,21 +155,19 @@ def record_listed(location: str, record: bytes) -> set[str]:
 
 
 def record_claims(location: str, record: bytes) -> Claims:
-    """A RECORD's hashed rows as final-view paths (`location` without the leading /)."""
+    """A RECORD's hashed rows as final-view paths (`location` without the leading /): the
+    digest read as installers read it (`python_dist.record_digest`: base64 or hex); a row
+    whose hash is not a readable digest claims nothing (never a garbled expectation)."""
     claims: Claims = {}
     for row in python_dist.record_rows(record.decode("utf-8", "replace")):
-        if len(row) < 2 or "=" not in row[1]:
+        if len(row) < 2 or not row[1]:
             continue
-        algo, _, b64 = row[1].partition("=")
-        if algo != "sha256":
-            continue
-        try:
-            want = base64.urlsafe_b64decode(b64 + "=" * (-len(b64) % 4))
-        except ValueError:
+        found = python_dist.record_digest(row[1])
+        if found is None:
             continue
         path = _record_path(location, row[0])
         claims.pop(path, None)  # the last row wins, in row order
-        claims[path] = ("sha256", want)
+        claims[path] = found
     return claims
 
 
@@ -154,8 +205,27 @@ def conda_claims(prefix: str, data: bytes) -> Claims:
     return claims
 
 
+def conda_listed(prefix: str, data: bytes) -> set[str]:
+    """Every path one conda-meta record lists (`files`, and `paths_data` hashed or not)."""
+    doc = load_content(data)
+    if not isinstance(doc, dict):
+        return set()
+    data_ = doc.get("paths_data")
+    paths = data_.get("paths") if isinstance(data_, dict) else None
+    files = doc.get("files")
+    names = [f for f in files if isinstance(f, str)] if isinstance(files, list) else []
+    for item in paths if isinstance(paths, list) else []:
+        if isinstance(item, dict) and isinstance(item.get("_path"), str):
+            names.append(item["_path"])
+    return {posixpath.normpath(f"{prefix}/{n}").lstrip("/") for n in names}
+
+
 def dpkg_claims(view: FileView, dpkg_keys: list[str]) -> dict[str, Claims]:
-    """`dpkg:<key>` -> claims, for every installed package that has an md5sums file."""
+    """`dpkg:<key>` -> claims, for every installed package with an md5sums file or
+    conffiles (their md5 in the status stanza, which `dpkg --verify` checks too)."""
+    from containers.catalog import STATUS
+    from containers.catalogers.dpkg import parse_conffiles
+
     out: dict[str, Claims] = {}
     for key in dpkg_keys:
         names = (key, key.split(":")[0]) if ":" in key else (key,)
@@ -165,6 +235,17 @@ def dpkg_claims(view: FileView, dpkg_keys: list[str]) -> dict[str, Claims]:
             if found is not None:
                 out[f"dpkg:{key}"] = md5sums_claims(found[1])
                 break
+    status = view.files.get(STATUS)
+    conffiles = parse_conffiles(status[1].decode("utf-8", "replace")) if status else {}
+    for key, entries in conffiles.items():
+        if key not in dpkg_keys:
+            continue
+        claims = out.setdefault(f"dpkg:{key}", {})
+        for path, digest in entries:
+            try:
+                claims.setdefault(path.lstrip("/"), ("md5", bytes.fromhex(digest)))
+            except ValueError:
+                continue
     return out
 
 
@@ -227,16 +308,86 @@ def unclaimed(
     return out
 
 
+def _claimants(view: FileView, claims: dict[str, Claims]) -> Claimants:
+    out: Claimants = {}
+    for key, c in claims.items():
+        for path, (algo, want) in c.items():
+            out.setdefault(view.resolve(path) or path, []).append((key, algo, want))
+    return out
+
+
+@dataclass
+class Coverage:
+    """What file verification covered: every regular file of the final view in one bucket.
+
+    checked: a package claims it with a digest that was compared; skipped, by rule (`rules`):
+    `unhashed` (listed without a hash: RECORD itself, pip's .pyc), `algorithm` (a hash the
+    walk does not take: sha384, sha512), `pycache` (byte-code the interpreter writes at
+    import, unlisted); unlisted: no package lists it (/etc/passwd, /var, a stray file).
+    With `all_files`, every unlisted file is a finding too (key UNLISTED), with its layer.
+    """
+
+    files: int = 0
+    checked: int = 0
+    skipped: int = 0
+    unlisted: int = 0
+    rules: dict[str, int] = field(default_factory=dict)
+    all_files: bool = False
+
+    def as_dict(self) -> dict:
+        out = {k: getattr(self, k) for k in ("files", "checked", "skipped", "unlisted")}
+        out["skipped_by_rule"] = dict(sorted(self.rules.items()))
+        out["all_files"] = self.all_files
+        return out
+
+
+UNLISTED = "unlisted:/"  # the findings key of files no package lists (with all_files)
+
+
+def file_coverage(
+    view: FileView, everyone: Claimants, listed: set[str], all_files: bool
+) -> tuple[Coverage, list[FileIssue]]:
+    """Each regular file's bucket (see Coverage); with `all_files`, the unlisted ones."""
+    cov = Coverage(files=len(view.digests), all_files=all_files)
+    rules = {"unhashed": 0, "algorithm": 0, "pycache": 0}
+    found: list[FileIssue] = []
+    for path, d in view.digests.items():
+        claims = everyone.get(path)
+        if claims and any(_actual(d, algo) is not None for _, algo, _ in claims):
+            cov.checked += 1
+            continue
+        rule = (
+            "algorithm" if claims else "unhashed" if path in listed
+            else "pycache" if "__pycache__/" in path else ""
+        )
+        if rule:
+            rules[rule] += 1
+            continue
+        cov.unlisted += 1
+        if all_files:
+            found.append(FileIssue("/" + path, d.layer, "", "sha256:" + d.sha256.hex()))
+    cov.skipped = sum(rules.values())
+    cov.rules = {k: n for k, n in rules.items() if n}
+    return cov, sorted(found, key=_by_path)
+
+
 def verify_files(
-    view: FileView, dists: list[PythonDist], dpkg_keys: list[str]
-) -> dict[str, PackageCheck]:
-    """Every package's file check, keyed as the lock keys packages (plus `unowned:` keys)."""
+    view: FileView, dists: list[PythonDist], dpkg: dict[str, dict], all_files: bool = False
+) -> tuple[dict[str, PackageCheck], Coverage]:
+    """Every package's file check, keyed as the lock keys packages (plus `unowned:` keys,
+    and with `all_files` the UNLISTED key), and what the check covered;
+    `dpkg` is the os section's packages (their layers say when each was installed)."""
     from containers.catalog import dist_keys
 
     keyed = dist_keys(dists)
-    claims = dpkg_claims(view, dpkg_keys)
+    claims = dpkg_claims(view, list(dpkg))
     claims.update(python_claims(view, keyed))
-    checks = {key: check_claims(view, c) for key, c in claims.items()}
+    layers = {f"dpkg:{k}": f.get("layer") for k, f in dpkg.items()}
+    layers.update((key, dist.facts.get("layer")) for key, dist in keyed)
+    everyone = _claimants(view, claims)
+    checks = {
+        key: check_claims(view, c, key, layers.get(key), everyone) for key, c in claims.items()
+    }
     listed: dict[str, set[str]] = {}
     sites: dict[str, list[str]] = {}
     for key, dist in keyed:
@@ -245,12 +396,17 @@ def verify_files(
             site = dist.location.lstrip("/")
             listed[key] = record_listed(site, record[1])
             sites.setdefault(site, []).append(key)
-    claimed = {view.resolve(p) or p for c in claims.values() for p in c}
+    claimed = set(everyone)
     claimed.update(view.resolve(p) or p for paths in listed.values() for p in paths)
     for site, keys in sorted(sites.items()):
         for key, issues in unclaimed(view, site, listed, keys, claimed).items():
             checks.setdefault(key, PackageCheck()).unclaimed.extend(sorted(issues, key=_by_path))
-    return dict(sorted(checks.items()))
+    cov, unlisted = file_coverage(view, everyone, claimed, all_files)
+    if all_files:
+        charged = {i.path for c in checks.values() for i in c.unclaimed}
+        rest = [i for i in unlisted if i.path not in charged]  # not reported twice
+        checks[UNLISTED] = PackageCheck(unlisted=rest)
+    return dict(sorted(checks.items())), cov
 
 
 def _by_path(issue: FileIssue) -> str:

@@ -9,10 +9,16 @@ TOML (tomlkit), stable order. Written by `prov pin SOURCE`, checked by
     [image]      source, reference (name@sha256:...), index/manifest/config digests, platform
     [[layers]]   index, digest, diff_id, chain_id, created_by
     [packages]   "dpkg:NAME" = {version, layer}; "python:NAME" = {version, layer, fingerprint}
-    [files]      (format 2) "KEY" = {checked, modified, missing, unclaimed}: each package's
-                 file verification; the lists hold {path, layer, expected, actual}
+    [coverage]   (format 3) files, checked, skipped, unlisted, skipped_by_rule, all_files:
+                 every regular file of the image in one bucket (see containers.verify)
+    [files]      (format 2+) "KEY" = {checked, skipped, <kind> = [...]}: each package's file
+                 verification; one list per finding kind (`_ISSUES`: modified, shared,
+                 dpkg_intact, missing, never_installed, unclaimed) of
+                 {path, layer, expected, actual, installed, other}
 
 Format 1 locks (no [files]) are still read and checked; their files are not compared.
+Format 2 locks knew three kinds only: a finding now called shared or dpkg_intact was
+"modified" then, never_installed was "missing"; they are compared under the old names.
 
 The config digest is the anchor that survives every save format; index and manifest
 digests are compared when both sides know the registry's (a daemon's `docker save`
@@ -29,9 +35,14 @@ import tomlkit
 from lockfiles.errors import LockError
 
 IMAGE_LOCK_KIND = "prov-image-lock"
-LOCK_VERSION = 2
-READ_VERSIONS = (1, 2)
-_ISSUES = ("modified", "missing", "unclaimed")
+LOCK_VERSION = 3
+READ_VERSIONS = (1, 2, 3)
+# the finding kinds of containers.verify.KINDS (lockfiles may not import containers; a test
+# holds the two equal)
+_ISSUES = (
+    "modified", "shared", "dpkg_intact", "missing", "never_installed", "unclaimed", "unlisted"
+)
+_FOLD_V2 = {"shared": "modified", "dpkg_intact": "modified", "never_installed": "missing"}
 _IMAGE_KEYS = (
     "source",
     "reference",
@@ -51,6 +62,8 @@ class Difference:
     now: Any
     path: str = ""  # for files.*: the file
     layer: int | None = None  # for files.*: the layer that wrote (or deleted) it now
+    installed: int | None = None  # for files.* modified: the layer that installed the package
+    other: str = ""  # for files.* shared / dpkg_intact: the package whose claim it matches
 
 
 def _packages(facts: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -85,10 +98,14 @@ def _layers(image: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def lock_from_facts(
-    facts: dict[str, Any], created_by: str = "prov", files: dict[str, Any] | None = None
+    facts: dict[str, Any],
+    created_by: str = "prov",
+    files: dict[str, Any] | None = None,
+    coverage: dict[str, Any] | None = None,
 ) -> str:
     """The lock's TOML text for an image scan's facts (`ImageScan.facts()`) and, when the
-    scan verified files, its per-package file checks (`ImageScan.file_checks()`)."""
+    scan verified files, its per-package file checks (`ImageScan.file_checks()`) and their
+    coverage (`ImageScan.coverage.as_dict()`)."""
     image = facts.get("image")
     if not isinstance(image, dict):
         raise LockError("not an image manifest: no image section")
@@ -119,6 +136,15 @@ def lock_from_facts(
     warnings = facts.get("warnings")
     if isinstance(warnings, list) and warnings:  # hostile layer content prov accepted
         doc["warnings"] = [str(w) for w in warnings]
+    if coverage is not None:
+        cov = tomlkit.table()
+        for key, value in coverage.items():
+            if isinstance(value, dict):
+                inline = tomlkit.inline_table()
+                inline.update(value)
+                value = inline
+            cov[key] = value
+        doc["coverage"] = cov
     if files is not None:
         doc["files"] = _files_table(files)
     else:
@@ -132,6 +158,8 @@ def _files_table(files: dict[str, Any]):
         check = files[key]
         inline = tomlkit.inline_table()
         inline["checked"] = int(check.get("checked", 0))
+        if check.get("skipped"):
+            inline["skipped"] = int(check["skipped"])
         for kind in _ISSUES:
             if check.get(kind):
                 arr = tomlkit.array()
@@ -159,6 +187,8 @@ def read_lock(text: str, origin: str = "lock") -> dict[str, Any]:
         raise LockError(f"{origin}: lock has no image.config_digest")
     if not isinstance(doc.get("layers", []), list) or not isinstance(doc.get("packages", {}), dict):
         raise LockError(f"{origin}: malformed layers or packages")
+    if not isinstance(doc.get("coverage", {}), dict):
+        raise LockError(f"{origin}: malformed coverage table")
     if not isinstance(doc.get("files", {}), dict):
         raise LockError(f"{origin}: malformed files table")
     return doc
@@ -230,28 +260,33 @@ def compare(
                     )
     # 5. files
     if "files" in lock and files is not None:
-        out += compare_files(lock["files"], files)
+        fold = _FOLD_V2 if lock.get("format") == 2 else {}
+        out += compare_files(lock["files"], files, fold)
     return out
 
 
-def _issues(check: dict[str, Any]) -> dict[str, tuple[str, dict[str, Any]]]:
-    """path -> (kind, issue) over one package's modified, missing and unclaimed lists."""
+def _issues(
+    check: dict[str, Any], fold: dict[str, str] | None = None
+) -> dict[str, tuple[str, dict[str, Any]]]:
+    """path -> (kind, issue) over one package's finding lists (`fold`: old kind names)."""
     out = {}
     for kind in _ISSUES:
         for issue in check.get(kind) or []:
             if isinstance(issue, dict) and isinstance(issue.get("path"), str):
-                out[issue["path"]] = (kind, issue)
+                out[issue["path"]] = ((fold or {}).get(kind, kind), issue)
     return out
 
 
-def compare_files(locked: dict[str, Any], now: dict[str, Any]) -> list[Difference]:
+def compare_files(
+    locked: dict[str, Any], now: dict[str, Any], fold: dict[str, str] | None = None
+) -> list[Difference]:
     """Files whose state (intact, modified to a digest, missing, unclaimed) changed since
     the lock. `locked` is the digest the lock knew (the package's claim, or what the lock
     recorded for a file already modified or unclaimed at pin time)."""
     out: list[Difference] = []
     for key in sorted(set(locked) | set(now)):
         old = _issues(locked.get(key) or {})
-        new = _issues(now.get(key) or {})
+        new = _issues(now.get(key) or {}, fold)
         for path in sorted(set(old) | set(new)):
             (k_old, a), (k_new, b) = old.get(path, ("", {})), new.get(path, ("", {}))
             if k_old == k_new and a.get("actual") == b.get("actual"):
@@ -260,5 +295,10 @@ def compare_files(locked: dict[str, Any], now: dict[str, Any]) -> list[Differenc
             change = k_new or "restored"
             layer = b.get("layer") if k_new else None
             now_digest = b.get("actual") or None
-            out.append(Difference(f"files.{key}", change, was, now_digest, path, layer))
+            out.append(
+                Difference(
+                    f"files.{key}", change, was, now_digest, path, layer,
+                    b.get("installed") if k_new else None, str(b.get("other") or ""),
+                )
+            )
     return out

@@ -12,7 +12,8 @@ _HOME = {
     "INSTALLER_FILES": "python_dist", "NO_RECORD": "python_dist",
     "checked_rows": "python_dist", "content_fingerprint": "python_dist",
     "headers": "python_dist", "is_installer_file": "python_dist",
-    "normalize_name": "python_dist", "record_rows": "python_dist",
+    "normalize_name": "python_dist", "record_digest": "python_dist",
+    "record_rows": "python_dist",
 }
 __all__ = sorted(_HOME)
 

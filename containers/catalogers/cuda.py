@@ -1,5 +1,12 @@
-"""The CUDA stack: `/usr/local/cuda*/version.json`, and cuDNN/NCCL/cuBLAS/cudart versions
-from their library file names (`libcudnn.so.9.1.0`) wherever they are installed."""
+"""The CUDA stack: `/usr/local/cuda*/version.json`, and the CUDA libraries wherever they are
+installed, each named by the package that ships it.
+
+Which shared objects are CUDA's is decided by their owner first (`is_cuda_package`: an
+`nvidia-*` wheel, a dpkg or conda package of NVIDIA's CUDA libraries), not by a list of
+file names: cuDNN's sub-libraries, cuSOLVER, NVRTC, nvJitLink, CUPTI, cuFile, NVSHMEM ...
+are named as their wheels ship them. A file no package lists is still named when its
+file name is one of the well-known sonames (`LIBRARY`) or it lies under `nvidia/`.
+"""
 
 from __future__ import annotations
 
@@ -7,8 +14,22 @@ import re
 
 from containers.jsondoc import load_content
 
+# well-known sonames: how a library nobody lists is still recognised
 LIBRARY = re.compile(
     r"^lib(cudnn|nccl|cublas|cudart|cublasLt|cusparse|cufft)\.so\.(\d+(?:\.\d+)*)$"
+)
+# any shared object: `libcudnn_ops.so.9`, `libnvrtc-builtins.so.12.8`, `libcheckpoint.so`,
+# and NVSHMEM's plugins without the lib prefix (`nvshmem_bootstrap_uid.so.3`)
+SHARED_OBJECT = re.compile(
+    r"^(?:lib)?([A-Za-z0-9_+-][A-Za-z0-9_.+-]*?)\.so(?:\.(\d+(?:\.\d+)*))?$"
+)
+# packages that ship CUDA libraries: NVIDIA's wheels (nvidia-cudnn-cu12, nvidia-nccl-cu13),
+# Debian/Ubuntu packages from NVIDIA's repository (libcudnn9-cuda-12, libnccl2,
+# cuda-cudart-12-4, libcublas-12-4, libnvjitlink-12-4, libcusparselt0), and conda-forge's
+# (cuda-nvrtc, libcublas, libcurand, nccl, cudnn)
+_CUDA_PYTHON = re.compile(r"^nvidia-")
+_CUDA_NATIVE = re.compile(
+    r"^(cuda-|libcu|libnccl|libnv(?!idia-)|libnpp|nccl$|cudnn$|cutensor|libcutensor)"
 )
 
 
@@ -25,8 +46,33 @@ def parse_version_json(text: str) -> dict[str, str]:
 
 
 def library_version(basename: str) -> tuple[str, str] | None:
-    """(library, version) for a versioned shared-object name, else None."""
+    """(library, version) for a well-known versioned soname, else None."""
     m = LIBRARY.match(basename)
     if not m:
         return None
     return m.group(1).lower(), m.group(2)
+
+
+def shared_object(basename: str) -> tuple[str, str] | None:
+    """(library, soname version or "") for any shared-object file name, else None."""
+    if ".so" not in basename:
+        return None
+    m = SHARED_OBJECT.match(basename)
+    if not m:
+        return None
+    return m.group(1).lower(), m.group(2) or ""
+
+
+def is_cuda_package(key: str) -> bool:
+    """True for a package key (`python:nvidia-cudnn-cu12`, `dpkg:libcudnn9-cuda-12`,
+    `python:cuda-nvrtc` for a conda record) of a package that ships CUDA libraries."""
+    kind, _, name = key.partition(":")
+    name = name.split("@", 1)[0].split(":", 1)[0]
+    if kind == "python":
+        return bool(_CUDA_PYTHON.match(name) or _CUDA_NATIVE.match(name))
+    return kind == "dpkg" and bool(_CUDA_NATIVE.match(name))
+
+
+def under_nvidia(path: str) -> bool:
+    """True for a file in a site-packages `nvidia/` tree (NVIDIA's wheels all install there)."""
+    return "-packages/nvidia/" in path

@@ -114,3 +114,26 @@ def parse_list_owned(text: str) -> list[str]:
     """The Python metadata paths a package's `info/<pkg>.list` file lists."""
     lines = (line.rstrip("/") for line in text.splitlines())
     return [line for line in lines if line.endswith((".dist-info", ".egg-info"))]
+
+
+def parse_conffiles(text: str) -> dict[str, list[tuple[str, str]]]:
+    """Package key -> [(path, md5 hex)] of the conffiles in each present package's status
+    stanza, as `dpkg --verify` checks them (md5sums leaves conffiles out). Obsolete entries
+    and those without a digest yet (`newconffile`) are left out."""
+    out: dict[str, list[tuple[str, str]]] = {}
+    for fields in _paragraphs(text):
+        status = fields.get("Status", "").split()
+        if len(status) != 3 or status[2] not in _PRESENT_STATES or "Conffiles" not in fields:
+            continue
+        arch = fields.get("Architecture", "")
+        key = fields.get("Package", "")
+        if fields.get("Multi-Arch") == "same" and arch not in ("", "all"):
+            key = f"{key}:{arch}"
+        found = []
+        for line in fields["Conffiles"].splitlines():
+            words = line.split()
+            if len(words) == 2 and len(words[1]) == 32:
+                found.append((words[0], words[1]))
+        if key and found:
+            out[key] = found
+    return out

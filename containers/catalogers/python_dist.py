@@ -14,6 +14,8 @@ import io
 import re
 
 _NORMALIZE = re.compile(r"[-_.]+")
+_HEX = re.compile(r"[0-9a-fA-F]+")
+_B64 = re.compile(r"[A-Za-z0-9_-]+")
 # Files an installer writes into `<name>.dist-info/` and lists in RECORD: they describe the
 # act of installing (who, when, from where), not the wheel, so two installs of one wheel by
 # different tools must leave them out of the content fingerprint. The ONE list: the
@@ -90,6 +92,36 @@ def checked_rows(rows: list) -> dict[str, str]:
     for path in generated:
         last.pop(path, None)
     return last
+
+
+def record_digest(value: str) -> tuple[str, bytes] | None:
+    """(algorithm, digest bytes) of one RECORD hash field (`sha256=<value>`), read as the
+    installers read it: the algorithm is the prefix (any hashlib algorithm), the value
+    urlsafe base64 without padding (PEP 376/627); where a distribution writes hex instead
+    (Debian's dh-python does for python3-distro, python3-blinker), the length tells: a
+    sha256 is 43 base64 characters or 64 hex digits. None: not a digest of that algorithm
+    (an empty field, an unknown algorithm, a value of the wrong size or alphabet)."""
+    import base64
+    import binascii
+
+    algo, sep, text = value.partition("=")
+    algo = algo.strip().lower()
+    text = text.strip().rstrip("=")
+    if not sep or not text:
+        return None
+    try:
+        size = hashlib.new(algo).digest_size
+    except (ValueError, TypeError):
+        return None
+    if len(text) == 2 * size and _HEX.fullmatch(text):
+        return algo, bytes.fromhex(text)
+    if len(text) != -(-size * 4 // 3) or not _B64.fullmatch(text):
+        return None
+    try:
+        raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    except (binascii.Error, ValueError):
+        return None
+    return (algo, raw) if len(raw) == size else None
 
 
 def is_installer_file(path: str) -> bool:

@@ -7,16 +7,22 @@ from typing import Any
 
 
 def scan_with_progress(
-    source: str, quiet: bool = False, platform: str | None = None, verify_files: bool = False
+    source: str,
+    quiet: bool = False,
+    platform: str | None = None,
+    verify_files: bool = False,
+    all_files: bool = False,
 ) -> Any:
     """Scan an image with a progress bar per layer on stderr (ImageError is a ProvError:
     the CLI prints it once). `verify_files`: every file a package claims is re-hashed in the
-    same pass (`prov pin`)."""
+    same pass (`prov pin`); `all_files`: files no package lists are recorded too."""
     from containers import scan_image
     from provenance.cli.progress import bars, live
 
     if not live(quiet):
-        return scan_image(source, platform=platform, verify_files=verify_files)
+        return scan_image(
+            source, platform=platform, verify_files=verify_files, all_files=all_files
+        )
     from rich.progress import BarColumn, DownloadColumn, TextColumn, TransferSpeedColumn
 
     shown = bars(TextColumn("layer {task.fields[layer]:>3}"), BarColumn(), DownloadColumn(),
@@ -33,5 +39,6 @@ def scan_with_progress(
                     bar.update(tasks[index], completed=total or done)
 
         return scan_image(
-            source, progress=progress, platform=platform, verify_files=verify_files
+            source, progress=progress, platform=platform, verify_files=verify_files,
+            all_files=all_files,
         )

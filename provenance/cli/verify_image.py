@@ -32,7 +32,9 @@ def verify_image_lock(lock: Path, source: str | None, as_json: bool) -> int:
     if not source:
         raise ProvError(f"{lock}: no SOURCE given and none recorded in the lock")
     # a format-1 lock has no file checks to compare: its image is not re-hashed per file
-    scan = scan_image(source, verify_files="files" in doc)
+    # a lock pinned with --all-files recorded the unlisted files: they are compared too
+    all_files = bool((doc.get("coverage") or {}).get("all_files"))
+    scan = scan_image(source, verify_files="files" in doc, all_files=all_files)
     facts = scan.facts()
     diffs = compare(doc, facts, scan.file_checks())
     if as_json:
@@ -52,6 +54,8 @@ def _print_json(lock: Path, source: str, doc: dict, facts: dict, diffs: list[Dif
         "differences": [
             {"key": d.key, "change": d.change, "locked": d.locked, "now": d.now}
             | ({"path": d.path, "layer": d.layer} if d.path else {})
+            | ({"installed": d.installed} if d.installed is not None else {})
+            | ({"other": d.other} if d.other else {})
             for d in diffs
         ],
     }
@@ -85,13 +89,34 @@ def _print_table(lock: Path, source: str, doc: dict, facts: dict, diffs: list[Di
     if table.row_count:
         con.print(table)
     for d in diffs:
-        if d.path:  # one line per file: package, path, layer, old and new digests
-            verb = "deleted" if d.change == "missing" else "written"
-            where = f" ({verb} in layer {d.layer})" if d.layer is not None else ""
+        if d.path:  # one line per file: package, path, kind and why, old and new digests
+            why = finding_text(d.change, d.layer, d.installed, d.other)
             con.print(
-                f"[bold]{d.key[len('files.'):]}[/bold] {d.path}: {d.change}{where} "
+                f"[bold]{d.key[len('files.'):]}[/bold] {d.path}: {why} "
                 f"(locked {_text(d.locked) or '-'}, now {_text(d.now) or '-'})"
             )
+
+
+def finding_text(kind: str, layer: Any, installed: Any = None, other: str = "") -> str:
+    """A file finding in words: its kind (the lock's name for it) and why."""
+    if kind == "modified":
+        if layer is not None and installed is not None and layer > installed:
+            return f"modified after install (written in layer {layer}, installed in {installed})"
+        return f"modified: differs from its package's claim (written in layer {layer})"
+    if kind == "shared":
+        return f"shared: claimed by two packages, the file is {other}'s (layer {layer})"
+    if kind == "dpkg_intact":
+        return f"dpkg_intact: differs from RECORD, matches dpkg's md5sums of {other}"
+    if kind == "missing":
+        where = f" in layer {layer}" if layer is not None else ""
+        return f"missing: deleted{where}"
+    if kind == "never_installed":
+        return "never_installed: listed, never written by any layer"
+    if kind == "unclaimed":
+        return f"unclaimed: no package lists it (written in layer {layer})"
+    if kind == "unlisted":
+        return f"unlisted: no package lists it (written in layer {layer})"
+    return kind  # "restored"
 
 
 def _text(value: Any) -> str:

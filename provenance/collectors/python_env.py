@@ -22,6 +22,7 @@ from containers.catalogers import (
     checked_rows,
     content_fingerprint,
     normalize_name,
+    record_digest,
 )
 from containers.catalogers import headers as _headers
 from containers.catalogers import record_rows as _record_rows
@@ -265,9 +266,7 @@ def distributions(paths: list, warnings: list, keep_rows: dict | None = None,
     return packages
 
 
-def _hash_file(path: str, algo: str) -> str | None:
-    import base64
-
+def _hash_file(path: str, algo: str) -> bytes | None:
     try:
         h = hashlib.new(algo)
         with open(path, "rb") as fh:
@@ -278,7 +277,7 @@ def _hash_file(path: str, algo: str) -> str | None:
                 h.update(chunk)
     except OSError:
         return None
-    return base64.urlsafe_b64encode(h.digest()).rstrip(b"=").decode("ascii")
+    return h.digest()
 
 
 def _counted(hash_file, total: int, progress):
@@ -330,9 +329,10 @@ def verify_files(rows_by_package: dict, workers: int | None = None,
     jobs = []
     for name, (location, rows) in rows_by_package.items():
         for rel, digest in checked_rows(rows).items():  # the installers' rule for duplicates
-            if "=" not in digest:
+            found = record_digest(digest)  # base64 or hex, as the installers read it
+            if found is None:
                 continue
-            algo, _, expected = digest.partition("=")
+            algo, expected = found
             jobs.append((name, os.path.normpath(os.path.join(location, rel)), rel, algo, expected))
     from concurrent.futures import ThreadPoolExecutor  # only needed with --verify-files
 

@@ -314,9 +314,11 @@ def _image_cuda(facts: dict[str, Any]) -> list:
     return out
 
 
-def owner_purl(package: str, version: str, facts: dict[str, Any]):
+def owner_purl(package: str, version: str, facts: dict[str, Any], path: str = ""):
     """The purl of the package (`dpkg:NAME`, `python:NAME[@LOCATION]`) that ships a file:
-    pypi for wheels, conda for conda records, deb (as `deb_components` writes it)."""
+    pypi for wheels, conda for conda records, deb (as `deb_components` writes it); with
+    `path`, the file as the purl's subpath (relative to the package's root: site-packages,
+    the conda prefix, /), so a library's purl never collides with its package's."""
     from packageurl import PackageURL
 
     kind, _, name = package.partition(":")
@@ -324,19 +326,49 @@ def owner_purl(package: str, version: str, facts: dict[str, Any]):
         os_facts = facts.get("os") if isinstance(facts.get("os"), dict) else {}
         entry = (os_facts.get("dpkg") or {}).get(name)
         release = os_facts.get("release") if isinstance(os_facts.get("release"), dict) else {}
-        return deb_purl(name, entry, release) if isinstance(entry, dict) else None
+        if not isinstance(entry, dict):
+            return None
+        purl = deb_purl(name, entry, release)
+        return _with_subpath(purl, path, "/")
     if kind == "python":
-        name = name.split("@", 1)[0]
+        name, _, location = name.partition("@")
         py = facts.get("python") if isinstance(facts.get("python"), dict) else {}
         entry = (py.get("packages") or {}).get(name) or {}
-        ptype = "conda" if entry.get("installer") == "conda" else "pypi"
-        return PackageURL(type=ptype, name=normalize(name), version=version)
+        conda = entry.get("installer") == "conda"
+        root = location or str(entry.get("location") or "")
+        if conda and not location:
+            root = _conda_prefix(path)
+        purl = PackageURL(type="conda" if conda else "pypi", name=normalize(name),
+                          version=version)
+        return _with_subpath(purl, path, root)
     return None
 
 
+def _conda_prefix(path: str) -> str:
+    """The conda prefix a library path lies in (`/opt/conda` of `/opt/conda/lib/x.so`)."""
+    for marker in ("/lib/", "/lib64/", "/bin/", "/targets/"):
+        if marker in path:
+            return path.rsplit(marker, 1)[0]
+    return "/"
+
+
+def _with_subpath(purl, path: str, root: str):
+    """`purl` with `#subpath`: `path` relative to `root` (the whole path where outside it)."""
+    if not path:
+        return purl
+    from packageurl import PackageURL
+
+    root = root.rstrip("/") + "/"
+    sub = path[len(root):] if path.startswith(root) else path.lstrip("/")
+    parts = purl.to_dict()
+    parts["subpath"] = sub
+    return PackageURL(**parts)
+
+
 def _cuda_libraries(lib: str, entry: dict[str, Any], facts: dict[str, Any]) -> list:
-    """One component per package shipping the library (its version and purl, the soname
-    version as a property); files nobody lists keep the soname guess, `prov:owner = none`."""
+    """One component per package shipping the library (its version, and its purl with the
+    library's file as subpath, the soname version as a property); files nobody lists keep
+    the soname guess, `prov:owner = none`."""
     from cyclonedx.model.component import Component, ComponentType
 
     paths = entry.get("paths") if isinstance(entry.get("paths"), list) else []
@@ -348,16 +380,19 @@ def _cuda_libraries(lib: str, entry: dict[str, Any], facts: dict[str, Any]) -> l
         by_owner.setdefault(key, []).append(path)
     out = []
     for (package, version), where in sorted(by_owner.items()):
-        purl = owner_purl(package, version, facts) if package else None
+        # the most specific file (libcudnn.so.9.1.0 over libcudnn.so.9) names the library
+        main = max(where, key=lambda p: (p.count("."), p))
+        purl = owner_purl(package, version, facts, main) if package else None
         props = [_prop("prov:owner", package or "none")]
         props.append(_prop("prov:soname-version", entry.get("version", "")))
         props += [_prop("prov:path", p) for p in where]
+        name = main.rsplit("/", 1)[-1].split(".so", 1)[0]  # libcublasLt, nvshmem_bootstrap_uid
         if package and purl is not None:
-            out.append(Component(type=ComponentType.LIBRARY, name=f"lib{lib}", version=version,
+            out.append(Component(type=ComponentType.LIBRARY, name=name, version=version,
                                  purl=purl, bom_ref=f"cuda:lib:{lib}:{package}",
                                  properties=props))
         elif known(entry.get("version")):
-            out.append(Component(type=ComponentType.LIBRARY, name=f"lib{lib}",
+            out.append(Component(type=ComponentType.LIBRARY, name=name,
                                  version=str(entry["version"]), bom_ref=f"cuda:lib:{lib}",
                                  properties=props))
     return out

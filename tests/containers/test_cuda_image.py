@@ -110,9 +110,114 @@ def test_libraries_are_named_by_the_package_that_ships_them(tmp_path: Path) -> N
         return next(p["value"] for p in c["properties"] if p["name"] == "prov:owner")
 
     blas = comps["cuda:lib:cublas:python:nvidia-cublas"]
-    assert (blas["version"], blas["purl"]) == ("13.1.1.3", "pkg:pypi/nvidia-cublas@13.1.1.3")
+    # each library's purl is its package's, with the file as subpath (never the wheel's own)
+    assert (blas["version"], blas["purl"]) == (
+        "13.1.1.3", "pkg:pypi/nvidia-cublas@13.1.1.3#nvidia/cublas/lib/libcublas.so.13"
+    )
     dnn = comps["cuda:lib:cudnn:dpkg:libcudnn9-cuda-12"]
     assert dnn["purl"].startswith("pkg:deb/debian/libcudnn9-cuda-12@9.1.0.70-1?arch=amd64")
-    assert comps["cuda:lib:nccl:python:nccl"]["purl"] == "pkg:conda/nccl@2.21.5.1"
+    assert dnn["purl"].endswith("#usr/lib/x86_64-linux-gnu/libcudnn.so.9.1.0")
+    assert comps["cuda:lib:nccl:python:nccl"]["purl"] == (
+        "pkg:conda/nccl@2.21.5.1#lib/libnccl.so.2.21.5"
+    )
     rt = comps["cuda:lib:cudart"]
     assert owner(rt) == "none" and rt["version"] == "12" and "purl" not in rt
+
+
+# NVIDIA's cu12 wheels as they lay out their shared objects (names from the real wheels),
+# with a few bytes standing in for each library
+NVIDIA_WHEELS = {
+    "nvidia-cudnn-cu12": ("9.10.2.21", "cudnn", [
+        "libcudnn.so.9", "libcudnn_adv.so.9", "libcudnn_cnn.so.9",
+        "libcudnn_engines_precompiled.so.9", "libcudnn_engines_runtime_compiled.so.9",
+        "libcudnn_graph.so.9", "libcudnn_heuristic.so.9", "libcudnn_ops.so.9"]),
+    "nvidia-cusolver-cu12": ("11.7.3.90", "cusolver", ["libcusolver.so.11", "libcusolverMg.so.11"]),
+    "nvidia-curand-cu12": ("10.3.9.90", "curand", ["libcurand.so.10"]),
+    "nvidia-cuda-nvrtc-cu12": ("12.8.93", "cuda_nvrtc", [
+        "libnvrtc.so.12", "libnvrtc-builtins.so.12.8"]),
+    "nvidia-nvjitlink-cu12": ("12.8.93", "nvjitlink", ["libnvJitLink.so.12"]),
+    "nvidia-cuda-cupti-cu12": ("12.8.90", "cuda_cupti", [
+        "libcupti.so.12", "libcheckpoint.so", "libnvperf_host.so", "libpcsamplingutil.so"]),
+    "nvidia-cufile-cu12": ("1.13.1.3", "cufile", ["libcufile.so.0", "libcufile_rdma.so.1"]),
+    "nvidia-cusparselt-cu12": ("0.7.1", "cusparselt", ["libcusparseLt.so.0"]),
+    "nvidia-nvshmem-cu12": ("3.3.20", "nvshmem", [
+        "libnvshmem_host.so.3", "nvshmem_bootstrap_uid.so.3", "nvshmem_transport_ibrc.so.3"]),
+}
+
+
+def _nvidia_files(site: str) -> dict[str, bytes]:
+    files: dict[str, bytes] = {}
+    for project, (version, sub, libs) in NVIDIA_WHEELS.items():
+        dist = f"{project.replace('-', '_')}-{version}.dist-info"
+        rows = [f"nvidia/{sub}/lib/{lib},,{len(lib)}" for lib in libs]
+        rows += [f"nvidia/{sub}/__init__.py,,0", f"{dist}/METADATA,,", f"{dist}/RECORD,,"]
+        files[f"{site}/{dist}/METADATA"] = (
+            f"Metadata-Version: 2.1\nName: {project}\nVersion: {version}\n\n".encode()
+        )
+        files[f"{site}/{dist}/RECORD"] = ("\n".join(rows) + "\n").encode()
+        files[f"{site}/nvidia/{sub}/__init__.py"] = b""
+        files.update({f"{site}/nvidia/{sub}/lib/{lib}": lib.encode() for lib in libs})
+    return files
+
+
+def test_every_shared_object_of_a_cuda_package_is_named_with_its_owner(tmp_path: Path) -> None:
+    """Owners decide, not a list of names: every .so under nvidia/ gets a library entry with
+    its wheel; a dpkg (cuRAND from NVIDIA's repository) and a conda package (NVRTC) name
+    theirs; the SBOM holds one component per library with a purl of its own."""
+    site = "opt/venv/lib/python3.12/site-packages"
+    files = _nvidia_files(site)
+    files.update({
+        "etc/os-release": b"ID=debian\nVERSION_ID=12\n",
+        "usr/lib/x86_64-linux-gnu/libcurand.so.10.3.5.147": b"\x7fELF curand",
+        "var/lib/dpkg/status": (
+            b"Package: libcurand-12-4\nStatus: install ok installed\nArchitecture: amd64\n"
+            b"Version: 10.3.5.147-1\n"
+        ),
+        "var/lib/dpkg/info/libcurand-12-4.list": (
+            b"/.\n/usr\n/usr/lib/x86_64-linux-gnu/libcurand.so.10.3.5.147\n"
+        ),
+        "opt/conda/lib/libnvrtc.so.12.4.127": b"\x7fELF nvrtc",
+        "opt/conda/conda-meta/cuda-nvrtc-12.4.127-0.json": json.dumps(
+            {"name": "cuda-nvrtc", "version": "12.4.127", "files": ["lib/libnvrtc.so.12.4.127"]}
+        ).encode(),
+    })
+    layer = _tar(files, {})
+    write_oci(tmp_path / "oci", [layer], image_config([layer], ["cuda"], []), "t")
+    libs = scan_image(f"oci:{tmp_path / 'oci'}").facts()["cuda"]["libraries"]
+    owned = {p: o["package"] for e in libs.values() for p, o in (e.get("owners") or {}).items()}
+    shipped = [p for p in files if "/nvidia/" in p and ".so" in p]
+    assert len(shipped) == 24
+    for path in shipped:
+        project = next(n for n, (_, sub, _) in NVIDIA_WHEELS.items() if f"/nvidia/{sub}/" in path)
+        assert owned.get("/" + path) == f"python:{project}", path
+    assert libs["cudnn_ops"]["version"] == "9" and libs["nvshmem_bootstrap_uid"]
+    assert owned["/usr/lib/x86_64-linux-gnu/libcurand.so.10.3.5.147"] == "dpkg:libcurand-12-4"
+    assert owned["/opt/conda/lib/libnvrtc.so.12.4.127"] == "python:cuda-nvrtc"
+
+    from provenance.sbom import validate
+    from tests.provenance.sbom.helpers_sbom import prov
+
+    done = prov("sbom", "--image", f"oci:{tmp_path / 'oci'}", timeout=300)
+    assert done.returncode == 0, done.stderr
+    validate(done.stdout)
+    comps = json.loads(done.stdout)["components"]
+    refs = [c["bom-ref"] for c in comps]
+    assert len(refs) == len(set(refs))
+    lib_comps = [c for c in comps if c["bom-ref"].startswith("cuda:lib:")]
+    purls = [c["purl"] for c in lib_comps]
+    assert len(purls) == len(set(purls)) == 26  # the 24 wheel files, cuRAND, NVRTC
+    others = {c["purl"] for c in comps if not c["bom-ref"].startswith("cuda:lib:") and "purl" in c}
+    assert not others & set(purls)  # never a wheel's own purl
+    by_ref = {c["bom-ref"]: c for c in lib_comps}
+    assert by_ref["cuda:lib:cudnn_ops:python:nvidia-cudnn-cu12"]["purl"] == (
+        "pkg:pypi/nvidia-cudnn-cu12@9.10.2.21#nvidia/cudnn/lib/libcudnn_ops.so.9"
+    )
+    assert by_ref["cuda:lib:curand:dpkg:libcurand-12-4"]["purl"].endswith(
+        "#usr/lib/x86_64-linux-gnu/libcurand.so.10.3.5.147"
+    )
+    assert by_ref["cuda:lib:nvrtc:python:cuda-nvrtc"]["purl"] == (
+        "pkg:conda/cuda-nvrtc@12.4.127#lib/libnvrtc.so.12.4.127"
+    )
+    assert by_ref["cuda:lib:nvshmem_bootstrap_uid:python:nvidia-nvshmem-cu12"]["name"] == (
+        "nvshmem_bootstrap_uid"
+    )

@@ -77,3 +77,22 @@ def test_cuda() -> None:
     assert cuda.library_version("libcudnn.so.9.1.0") == ("cudnn", "9.1.0")
     assert cuda.library_version("libnccl.so.2") == ("nccl", "2")
     assert cuda.library_version("libfoo.so.1") is None
+
+
+def test_record_digest_reads_base64_and_hex_by_length() -> None:
+    import base64
+    import hashlib
+
+    from containers.catalogers import record_digest
+
+    raw = hashlib.sha256(b"x").digest()
+    b64 = base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+    assert record_digest(f"sha256={b64}") == ("sha256", raw)  # PEP 376: 43 characters
+    assert record_digest(f"sha256={raw.hex()}") == ("sha256", raw)  # dh-python: 64 hex
+    assert record_digest(f"sha256={b64}=") == ("sha256", raw)  # padding tolerated
+    sha512 = hashlib.sha512(b"x").digest()
+    enc = base64.urlsafe_b64encode(sha512).rstrip(b"=").decode()
+    assert record_digest(f"sha512={enc}") == ("sha512", sha512)
+    for bad in ("", "sha256=", "sha256=abc", f"sha256={raw.hex()[:-1]}", f"nope={b64}",
+                f"sha256={b64[:-1]}!", f"md5={b64}"):
+        assert record_digest(bad) is None, bad
