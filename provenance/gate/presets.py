@@ -121,6 +121,24 @@ PRESETS: dict[str, tuple[str, ...]] = {
         "code.args",
         "code.script",
     ),
+    # vLLM's batch-invariant mode and what it sets when on (vLLM 0.26 on the H200: torch's
+    # reduced-precision and TF32 flags off, cuBLAS preferred; symmetric-memory all-reduce
+    # and AOT compile off): bench/results/2026-12-03-h200/invariance-main.json
+    "batch-invariance": (
+        "env.VLLM_BATCH_INVARIANT",
+        "runtime.vllm.envs.VLLM_BATCH_INVARIANT",
+        "runtime.vllm.envs.VLLM_ALLREDUCE_USE_SYMM_MEM",
+        "runtime.vllm.envs.VLLM_USE_AOT_COMPILE",
+        "code.args.batch_invariant",
+        "run.params.batch_invariant",
+        "runtime.torch.flags.cuda_matmul_allow_bf16_reduced_precision",
+        "runtime.torch.flags.cuda_matmul_allow_fp16_reduced_precision",
+        "runtime.torch.flags.cuda_matmul_allow_tf32",
+        "runtime.torch.flags.cudnn_allow_tf32",
+        "runtime.torch.flags.cudnn_conv_fp32_precision",
+        "runtime.torch.flags.cudnn_rnn_fp32_precision",
+        "runtime.torch.flags.preferred_blas_library",
+    ),
     # vLLM's scheduler limits: how many sequences share a batch, and how many tokens
     "scheduler": (
         "runtime.*.max_num_seqs",
