@@ -221,3 +221,45 @@ def test_every_shared_object_of_a_cuda_package_is_named_with_its_owner(tmp_path:
     assert by_ref["cuda:lib:nvshmem_bootstrap_uid:python:nvidia-nvshmem-cu12"]["name"] == (
         "nvshmem_bootstrap_uid"
     )
+
+
+# NVIDIA's cu13 wheels install into one shared `nvidia/cu13/lib` (names from the real wheels)
+CU13_WHEELS = {
+    "nvidia-cuda-nvrtc": ("13.0.88", [
+        "libnvrtc.so.13", "libnvrtc.alt.so.13", "libnvrtc-builtins.so.13.0",
+        "libnvrtc-builtins.alt.so.13.0"]),
+    "nvidia-cublas": ("13.1.1.3", ["libcublas.so.13", "libcublasLt.so.13", "libnvblas.so.13"]),
+    "nvidia-cuda-cupti": ("13.0.85", ["libcupti.so.13", "libnvperf_host.so"]),
+}
+
+
+def test_cu13_wheels_sharing_one_lib_directory_each_name_their_own(tmp_path: Path) -> None:
+    """Three wheels' libraries in the one `nvidia/cu13/lib`: each file is owned by the wheel
+    whose RECORD lists it (not the directory's first or last), one purl per library."""
+    site = "opt/venv/lib/python3.11/site-packages"
+    files: dict[str, bytes] = {}
+    for project, (version, libs) in CU13_WHEELS.items():
+        dist = f"{project.replace('-', '_')}-{version}.dist-info"
+        rows = [f"nvidia/cu13/lib/{lib},,{len(lib)}" for lib in libs]
+        files[f"{site}/{dist}/METADATA"] = (
+            f"Metadata-Version: 2.4\nName: {project}\nVersion: {version}\n\n".encode()
+        )
+        files[f"{site}/{dist}/RECORD"] = ("\n".join([*rows, f"{dist}/RECORD,,"]) + "\n").encode()
+        files.update({f"{site}/nvidia/cu13/lib/{lib}": lib.encode() for lib in libs})
+    layer = _tar(files, {})
+    write_oci(tmp_path / "oci", [layer], image_config([layer], ["cu13"], []), "t")
+    libs = scan_image(f"oci:{tmp_path / 'oci'}").facts()["cuda"]["libraries"]
+    owned = {p: o["package"] for e in libs.values() for p, o in (e.get("owners") or {}).items()}
+    for project, (_, names) in CU13_WHEELS.items():
+        for lib in names:
+            assert owned[f"/{site}/nvidia/cu13/lib/{lib}"] == f"python:{project}", lib
+
+    from tests.provenance.sbom.helpers_sbom import prov
+
+    done = prov("sbom", "--image", f"oci:{tmp_path / 'oci'}", timeout=300)
+    assert done.returncode == 0, done.stderr
+    comps = [c for c in json.loads(done.stdout)["components"]
+             if c["bom-ref"].startswith("cuda:lib:")]
+    purls = sorted(c["purl"] for c in comps)
+    assert len(purls) == len(set(purls)) == 9
+    assert "pkg:pypi/nvidia-cuda-nvrtc@13.0.88#nvidia/cu13/lib/libnvrtc.alt.so.13" in purls
