@@ -13,7 +13,13 @@ a greedy continuation (tokens and their logprobs):
   with one run before it; continuations only (vLLM computes prompt logprobs without
   reading the prefix cache);
 - chunked_prefill (vLLM, max_num_batched_tokens given): prompts of lengths either side of
-  one and two budgets, alone; the positions they share compared with the shortest.
+  one and two budgets, alone; the positions they share compared with the shortest;
+- served (a running server, engine `server`): each prompt by one client alone vs the same
+  prompts sent by `clients` (16) concurrent clients at once.
+
+Through a server (runners/engines/served.py) every call of N prompts is N concurrent clients,
+so needle and batch_size are concurrency probes there too; the probing run is a client of the
+server run, bound to it (`server.*`), and the knobs are read from that server's record.
 
 A negative control runs beside them in the same engine: the planted batch-dependent op
 (runners/planted.py) switched on for a needle probe. It must differ; if it does not, the
@@ -34,7 +40,9 @@ import numpy as np
 from provenance.model.atomic import write_atomic
 from provenance.model.disclosure import DisclosureCard
 from runners.engines import EngineConfig
+from runners.engines.served import CONTROL_PROCESSOR
 from runners.launch import (
+    Launched,
     Launcher,
     check_launched,
     runtime_of,
@@ -45,9 +53,10 @@ from runners.launch import (
 from runners.prepare import Prepared
 from runners.results import write_result
 
-PROBES = ("run_to_run", "needle", "batch_size", "prefix_cache", "chunked_prefill")
+PROBES = ("run_to_run", "needle", "batch_size", "prefix_cache", "chunked_prefill", "served")
 CONTROLS = ("batch_fp16_sum", "noop")
 VERDICTS = ("invariant", "not invariant", "unproven")
+TIMING_ROUNDS = 5
 
 
 @dataclass(frozen=True)
@@ -61,6 +70,7 @@ class InvarianceSpec:
     max_new: int = 8
     control: str = "batch_fp16_sum"
     probes: tuple[str, ...] = PROBES
+    clients: int = 16
 
     def check(self) -> None:
         if not 1 <= self.fillers <= 64:
@@ -73,6 +83,8 @@ class InvarianceSpec:
             raise ValueError("needle_tokens >= 8 and 2 <= filler_min <= filler_max")
         if self.max_new < 1 or self.placements < 1:
             raise ValueError("max_new and placements must be >= 1")
+        if not 2 <= self.clients <= 64:
+            raise ValueError("clients must be 2..64")
 
 
 @dataclass
@@ -122,7 +134,8 @@ def build_plan(spec: InvarianceSpec, config: EngineConfig, pool: np.ndarray) -> 
                                               replace=False))
     batches = [fillers[:s] + [0] + fillers[s:] for s in spots]
     wanted = set(spec.probes)
-    singles = range(len(plan.prompts)) if "batch_size" in wanted else [0]
+    burst = _burst(spec, config, plan) if "served" in wanted else []
+    singles = range(len(plan.prompts)) if "batch_size" in wanted else sorted({0, *burst})
     for i in singles:
         plan.call(f"single.{i}", [i])
     for k, b in enumerate(batches):
@@ -138,6 +151,11 @@ def build_plan(spec: InvarianceSpec, config: EngineConfig, pool: np.ndarray) -> 
     if "batch_size" in wanted:
         plan.pairs["batch_size"] = [(f"prompt {i}: 1 vs {len(batches[0])}", (f"single.{i}", 0),
                                      ("batch.0", j), {}) for j, i in enumerate(batches[0])]
+    if burst:
+        plan.call("served.burst", burst)
+        plan.pairs["served"] = [(f"client {j} (prompt {i}): 1 vs {len(burst)} clients",
+                                 (f"single.{i}", 0), ("served.burst", j), {})
+                                for j, i in enumerate(burst)]
     if "prefix_cache" in wanted:
         _prefix_calls(plan, config, needle, pool)
     if "chunked_prefill" in wanted:
@@ -145,13 +163,28 @@ def build_plan(spec: InvarianceSpec, config: EngineConfig, pool: np.ndarray) -> 
     for k, b in enumerate(batches):  # the negative control: planted op on, needle probe
         plan.call(f"control.batch.{k}", b, plant=spec.control)
     plan.call("control.single.0", [0], plant=spec.control)
+    # throughput: the first batch again, warm, without prompt logprobs, from a cold prefix
+    # cache (vLLM offline), so two settings are timed on the same work
+    for r in range(TIMING_ROUNDS):
+        plan.call(f"timing.{r}", batches[0], prompt_logprobs=False,
+                  reset=config.engine == "vllm")
     plan.pairs["control"] = [(f"needle at {at[k]} of {len(b)}", ("control.single.0", 0),
                               (f"control.batch.{k}", at[k]), {}) for k, b in enumerate(batches)]
     return plan
 
 
+def _burst(spec: InvarianceSpec, config: EngineConfig, plan: Plan) -> list[int]:
+    """The prompts of the served probe's concurrent clients: the needle, then the fillers
+    (again from the first when there are fewer fillers than clients)."""
+    if config.engine != "server":
+        plan.skipped["served"] = ("not applicable: an offline engine has no clients (probe a "
+                                  "running server with engine server:server_url=...)")
+        return []
+    return [0] + [1 + k % spec.fillers for k in range(spec.clients - 1)]
+
+
 def _prefix_calls(plan: Plan, config: EngineConfig, needle: list[int], pool: np.ndarray) -> None:
-    if config.engine != "vllm":
+    if config.engine == "transformers":
         plan.skipped["prefix_cache"] = \
             "not applicable: the transformers engine keeps no prefix cache"
         return
@@ -174,7 +207,7 @@ def _prefix_calls(plan: Plan, config: EngineConfig, needle: list[int], pool: np.
 
 
 def _chunk_calls(plan: Plan, config: EngineConfig, pool: np.ndarray) -> None:
-    if config.engine != "vllm":
+    if config.engine == "transformers":
         plan.skipped["chunked_prefill"] = \
             "not applicable: the transformers engine does not chunk prefills"
         return
@@ -301,16 +334,25 @@ def _loader(out: Path, plan: Plan) -> Callable[[str, int], dict[str, np.ndarray]
 
 
 def throughput(calls: list[dict[str, Any]]) -> dict[str, Any]:
-    """Tokens per second of the batched calls (prompt + generated) and of the single ones."""
-    def rate(prefix: str) -> float | None:
-        sel = [c for c in calls if c["tag"].startswith(prefix)]
+    """Tokens per second (prompt + generated): the timing calls (the median round), and the
+    probes' own batched and single calls."""
+    def rate(sel: list[dict[str, Any]]) -> float | None:
         secs = sum(c["seconds"] for c in sel)
         toks = sum(c["prompt_tokens"] + c["generated_tokens"] for c in sel)
         return toks / secs if secs > 0 else None
 
-    return {"batched_tokens_per_s": rate("batch."), "single_tokens_per_s": rate("single."),
-            "note": "wall time of LLM.generate / forward passes in the worker, prompt "
-                    "logprobs included; the planted control calls are not counted"}
+    def tagged(prefix: str) -> list[dict[str, Any]]:
+        return [c for c in calls if c["tag"].startswith(prefix)]
+
+    rounds = sorted(r for r in (rate([c]) for c in tagged("timing.")) if r is not None)
+    return {"tokens_per_s": rounds[len(rounds) // 2] if rounds else None,
+            "rounds_tokens_per_s": rounds,
+            "batched_tokens_per_s": rate(tagged("batch.")),
+            "single_tokens_per_s": rate(tagged("single.")),
+            "note": "tokens_per_s: the median of the timing rounds (the first batch again, "
+                    "warm, no prompt logprobs, prefix cache reset before each: the same work "
+                    "in every setting); batched/single: the probes' calls, prompt logprobs "
+                    "included; wall time of the calls in the worker"}
 
 
 KNOB_NAMES = ("VLLM_BATCH_INVARIANT", "enable_prefix_caching", "chunked_prefill",
@@ -340,6 +382,32 @@ def knobs(config: EngineConfig, runtime: dict[str, Any]) -> dict[str, Any]:
             "attention_backend": backend.get("resolved") if isinstance(backend, dict) else None}
 
 
+def served_side(config: EngineConfig, done: Launched) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The engine's runtime facts for the knobs, and (engine `server`) the server run the
+    probing run was bound to: the server's record, never the client's word."""
+    if config.engine != "server":
+        return runtime_of(done), {}
+    server = done.server or {}
+    if not server.get("run_id"):
+        why = ("the probing run was bound to no server run: start the server under "
+               "`prov exec` (and probe it under prov, not --standalone) to gate on what it ran")
+        return {"unavailable": why}, {"bound": False, "why": why}
+    context = {k: server.get(k) for k in ("run_id", "state", "manifest_digest", "url",
+                                          "servers")}
+    return server.get("runtime") or {}, {"bound": True, **context}
+
+
+def control_note(config: EngineConfig, control: dict[str, Any]) -> str | None:
+    if not control["identical"]:
+        return None
+    if config.engine == "server":
+        return ("the control did not differ: the server was not started with prov's control "
+                f"logits processor (--logits-processors {CONTROL_PROCESSOR}), or the control "
+                "was noop; the probes could not have seen a batch effect")
+    return ("the control did not differ: the probes could not have seen a batch effect, so "
+            "nothing is shown invariant")
+
+
 def run_invariance(config: EngineConfig, prep: Prepared, spec: InvarianceSpec, workdir: Path,
                    result: Path, launcher: Launcher = standalone) -> InvarianceOutcome:
     spec.check()
@@ -359,16 +427,19 @@ def run_invariance(config: EngineConfig, prep: Prepared, spec: InvarianceSpec, w
     wmeta = json.loads((out / "invariance.json").read_text())
     probes, control = compare_plan(plan, _loader(out, plan))
     verdict = decide(probes, control)
-    runtime = runtime_of(done)
+    runtime, server = served_side(config, done)
     summary = {"verdict": verdict, "probes": probes,
                "not_applicable": plan.skipped, "control": {"op": spec.control, **control,
                                                            "failed_as_required":
-                                                           not control["identical"]},
+                                                           not control["identical"],
+                                                           "note": control_note(config,
+                                                                                control)},
                "throughput": throughput(wmeta["calls"]),
                "knobs": knobs(config, runtime), "spec": spec.__dict__ | {
                    "probes": list(spec.probes)},
                "prompts": {"count": len(plan.prompts),
-                           "lengths": [len(p) for p in plan.prompts]}}
+                           "lengths": [len(p) for p in plan.prompts]},
+               **({"server": server} if server else {})}
     meta = {"engines": [config.to_json()], "runtime": runtime,
             "model_digest": prep.model_digest, "tokenizer_digest": prep.tokenizer_digest,
             "text_digest": prep.text_digest,

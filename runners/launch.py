@@ -39,6 +39,8 @@ class Launched:
     # what the engine resolved, as the run's record holds it (`runtime.*`, read by the
     # in-process probe); a worker started without prov has none
     runtime: dict[str, Any] | None = None
+    # the server run(s) a client worker talked to (`server.*` of its record, exec/serving)
+    server: dict[str, Any] | None = None
 
 
 def runtime_of(done: Launched) -> dict[str, Any]:
@@ -146,9 +148,12 @@ def supervised(store: Any = None, stream: bool = False) -> Launcher:
         tail = ""
         if res.exit_status != 0:
             tail = _stored_log(store, res.record, "stderr")
-        runtime = (res.record.facts or {}).get("runtime") or {}
+        facts = res.record.facts or {}
+        runtime = facts.get("runtime") or {}
+        server = facts.get("server")
         return Launched(res.exit_status, res.run_id, res.record, tail, res.interrupted,
-                        runtime if isinstance(runtime, dict) else {})
+                        runtime if isinstance(runtime, dict) else {},
+                        server if isinstance(server, dict) else None)
 
     return launch
 

@@ -185,16 +185,18 @@ def render_invariance(summary: dict[str, Any], spec: str, path: Path, con) -> No
     for name, why in summary["not_applicable"].items():
         t.add_row(name, "-", why, "-", "-")
     con.print(t)
-    if summary["verdict"] == "unproven":
-        con.print("the negative control did not differ: the probes could not have seen a "
-                  "batch effect, so nothing is shown invariant")
+    if summary["control"].get("note"):
+        con.print(summary["control"]["note"])
+    if (server := summary.get("server")) is not None:
+        con.print(f"server run: {server['run_id']}" if server["bound"] else server["why"])
     con.print(f"result: {path}")
 
 
 @run_app.command("invariance")
 def invariance(
     engine: str = typer.Option(..., help="engine spec, e.g. vllm:batch_invariant=1,"
-                                         "prefix_caching=1,max_num_batched_tokens=512"),
+                                         "prefix_caching=1,max_num_batched_tokens=512, or "
+                                         "server:server_url=http://127.0.0.1:8000"),
     model: Path = typer.Option(..., help="model directory (config.json, weights, tokenizer)"),
     text: Path = typer.Option(..., help="text the prompts are cut from"),
     fillers: int = typer.Option(16, help="filler prompts beside the needle (1..64)"),
@@ -206,7 +208,8 @@ def invariance(
     max_new: int = typer.Option(8, help="greedy continuation length"),
     probe: list[str] = typer.Option([], help="probes to run (default: all): run_to_run, "
                                              "needle, batch_size, prefix_cache, "
-                                             "chunked_prefill"),
+                                             "chunked_prefill, served"),
+    clients: int = typer.Option(16, help="concurrent clients of the served probe (2..64)"),
     control: str = typer.Option("batch_fp16_sum", help="the planted op of the negative "
                                                        "control (noop: one that cannot fail)"),
     out: Path = typer.Option(None, help="result directory"),
@@ -216,7 +219,8 @@ def invariance(
                                     help="a plain child process: no run record"),
 ) -> None:
     """Probe one configuration for batch invariance: run to run, a needle among fillers,
-    batch size 1 vs N, prefix cache, chunked prefill; a planted negative control beside them.
+    batch size 1 vs N, prefix cache, chunked prefill, and (a running server) 1 vs 16
+    concurrent clients; a planted negative control beside them.
 
     Exit 0 only for "invariant"; 1 for "not invariant" or "unproven" (the control did not
     differ, so the probes proved nothing).
@@ -227,7 +231,8 @@ def invariance(
     cfg = _config(engine)
     prep = _prepare(model, text, 1 << 20)
     spec = api.InvarianceSpec(fillers, seed, needle_tokens, filler_min, filler_max, placements,
-                              max_new, control, tuple(probe) or api.InvarianceSpec.probes)
+                              max_new, control, tuple(probe) or api.InvarianceSpec.probes,
+                              clients)
     try:
         spec.check()
     except ValueError as exc:

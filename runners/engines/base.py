@@ -13,7 +13,7 @@ import numpy as np
 
 from provenance.model.errors import ProvError
 
-ENGINES = ("transformers", "vllm")
+ENGINES = ("transformers", "vllm", "server")
 KNOWN_OPTIONS: dict[str, tuple[str, ...]] = {
     "transformers": ("attn", "sdpa_kernel", "dtype", "device", "store", "plant"),
     "vllm": ("attention_backend", "kv_cache_dtype", "dtype", "quantization", "topk",
@@ -24,6 +24,9 @@ KNOWN_OPTIONS: dict[str, tuple[str, ...]] = {
              "max_num_seqs", "enforce_eager", "cudagraph_capture_sizes", "plant",
              # `load_format=dummy`: random weights without a checkpoint (scale runs only)
              "load_format"),
+    # a running OpenAI-compatible server (runners/engines/served.py): the invariance probes
+    # only; what it runs is the server run's record (`server.*` of the probing run)
+    "server": ("server_url", "served_model", "prefix_caching", "max_num_batched_tokens"),
 }
 # `plant=batch_fp16_sum`: a NEGATIVE-CONTROL knob, never a serving setting. It perturbs the
 # logits by a float16 reduction whose chunking follows the rows in the call (the batch), so
@@ -139,6 +142,9 @@ class ScoreOutput:
     notes: list[str] = field(default_factory=list)
     storage: dict[str, Any] | None = None
     extra_arrays: dict[str, np.ndarray] = field(default_factory=dict)
+    # wall seconds of the engine's own steps (vLLM: engine start, the forward pass), so a
+    # result can set prov's own time beside the forward pass's
+    timings: dict[str, float] = field(default_factory=dict)
 
 
 class Engine(Protocol):

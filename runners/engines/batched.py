@@ -163,4 +163,8 @@ def open_session(config: EngineConfig, model_dir: str, max_len: int):
         return TransformersSession(config, model_dir)
     if config.engine == "vllm":
         return VLLMSession(config, model_dir, max_len)
+    if config.engine == "server":
+        from runners.engines.served import ServerSession
+
+        return ServerSession(config)
     raise EngineError(f"no batched session for engine {config.engine!r}")

@@ -63,7 +63,7 @@ def test_every_probe_runs_and_the_control_fails(runs):
     assert set(s["probes"]) == {"run_to_run", "needle", "batch_size"}
     assert s["probes"]["run_to_run"]["identical"]  # one process, the same batch twice
     # transformers keeps no prefix cache and chunks nothing: said so, never "invariant"
-    assert set(s["not_applicable"]) == {"prefix_cache", "chunked_prefill"}
+    assert set(s["not_applicable"]) == {"prefix_cache", "chunked_prefill", "served"}
     assert all(v.startswith("not applicable") for v in s["not_applicable"].values())
     assert s["control"]["failed_as_required"] and not s["control"]["identical"]
     assert s["verdict"] in ("invariant", "not invariant") and rc == (s["verdict"] != "invariant")
