@@ -8,6 +8,7 @@ block-bootstrap confidence intervals, and the self-KL floor of the storage forma
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -182,11 +183,15 @@ def run_diverge(ref_cfg: EngineConfig, cand_cfg: EngineConfig, prep: Prepared, w
     """Run both, let `check` (the gate) refuse before any figure is computed, then analyse."""
     ref = execute(ref_cfg, prep, workdir, "ref", block, launcher)
     cand = execute(cand_cfg, prep, workdir, "cand", block, launcher)
+    t0 = time.perf_counter()
     comparison = check(ref, cand) if check else {"gate": "not run (standalone)"}
+    t1 = time.perf_counter()
     summary, arrays, facts = analyse_pair(ref, cand, prep, workdir, gap)
-    path = write_result(result, "diverge", diverge_meta(ref, cand, prep, comparison, summary,
-                                                        facts),
-                        arrays, diverge_card(ref, cand, prep, summary))
+    timings = {"gate_seconds": round(t1 - t0, 3),
+               "analysis_seconds": round(time.perf_counter() - t1, 3),
+               "workers": [ref.meta.get("timings") or {}, cand.meta.get("timings") or {}]}
+    meta = {**diverge_meta(ref, cand, prep, comparison, summary, facts), "timings": timings}
+    path = write_result(result, "diverge", meta, arrays, diverge_card(ref, cand, prep, summary))
     return DivergeOutcome(summary, arrays, ref, cand, path)
 
 

@@ -6,6 +6,7 @@ first run, with the largest absolute difference of the scores in that block.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -101,9 +102,14 @@ def run_repeat(config: EngineConfig, prep: Prepared, n: int, workdir: Path, resu
     if n < 2:
         raise ValueError("a repeatability check needs n >= 2")
     runs = [execute(config, prep, workdir, f"run{i}", block, launcher) for i in range(n)]
+    t0 = time.perf_counter()
     comparisons = [check(runs[0], r) for r in runs[1:]] if check else \
         [{"gate": "not run (standalone)"}]
+    t1 = time.perf_counter()
     verdict = compare_repeats(runs, block)
+    timings = {"gate_seconds": round(t1 - t0, 3),
+               "compare_seconds": round(time.perf_counter() - t1, 3),
+               "workers": [r.meta.get("timings") or {} for r in runs]}
     meta = {
         "engines": [config.to_json()],
         "runtime": runs[0].meta["runtime"],
@@ -117,6 +123,7 @@ def run_repeat(config: EngineConfig, prep: Prepared, n: int, workdir: Path, resu
         "runs": [{"run_id": r.run_id, "digests": r.meta["digests"],
                   "seconds": r.meta["seconds"]} for r in runs],
         "notes": runs[0].meta.get("notes", []),
+        "timings": timings,
     }
     arrays = {"ids": prep.ids}
     path = write_result(result, "repeat", meta, arrays, repeat_card(config, prep, runs, n))

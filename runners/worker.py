@@ -46,6 +46,7 @@ def run(config: EngineConfig, model: str, tokens: Path, out: Path, block: int) -
         "storage": result.storage or {"kind": "logits"},
         "notes": result.notes,
         "seconds": round(time.time() - started, 3),
+        "timings": result.timings,
         "pid": os.getpid(),
     }
     write_worker_output(out, arrays, "run.json", meta)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 import os
 import sys
+import time
 from typing import Any
 
 import numpy as np
@@ -125,7 +126,9 @@ class VLLMEngine:
         self.config = config
 
     def score(self, model_dir: str, ids: list[int], block: int) -> ScoreOutput:
+        t0 = time.perf_counter()
         llm = open_llm(self.config, model_dir, max(len(ids) + 8, 64))
+        t1 = time.perf_counter()
         from vllm import SamplingParams
         from vllm.inputs import TokensPrompt
 
@@ -134,6 +137,8 @@ class VLLMEngine:
         k = -1 if topk is None else int(topk)
         params = SamplingParams(max_tokens=1, temperature=0.0, prompt_logprobs=k, detokenize=False)
         out = llm.generate(TokensPrompt(prompt_token_ids=list(ids)), params, use_tqdm=False)
+        timings = {"engine_start_seconds": round(t1 - t0, 3),
+                   "forward_seconds": round(time.perf_counter() - t1, 3)}
         rows = out[0].prompt_logprobs[1:]  # entry 0 has no context
         scores = np.full((len(rows), vocab), np.nan, dtype=np.float32)
         for j, row in enumerate(rows):
@@ -148,4 +153,5 @@ class VLLMEngine:
             scores=scores, kind="logprobs", full_vocab=full,
             digests={"logprobs": block_digests(scores.view(np.int32), block)},
             runtime={"prompt_logprobs": "full" if k == -1 else str(k)}, notes=notes,
+            timings=timings,
         )
