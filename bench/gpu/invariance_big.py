@@ -74,6 +74,21 @@ def _costs(doc: dict[str, Any], wall: float | None) -> dict[str, Any]:
             "prov_seconds": round(wall - sum(secs), 1) if wall and secs else None}
 
 
+def shares(timings: dict[str, Any] | None) -> dict[str, Any]:
+    """prov's own steps (the gate, the comparison or analysis) beside the forward passes the
+    workers timed (vLLM's generate call alone, engine start apart)."""
+    t = timings or {}
+    workers = t.get("workers") or []
+    forward = [w.get("forward_seconds") for w in workers]
+    start = [w.get("engine_start_seconds") for w in workers]
+    own = {k: t[k] for k in ("gate_seconds", "compare_seconds", "analysis_seconds") if k in t}
+    out: dict[str, Any] = {"forward_seconds": forward, "engine_start_seconds": start, **own}
+    if forward and None not in forward and own:
+        mean = sum(forward) / len(forward)
+        out["prov_seconds_over_one_forward"] = round(sum(own.values()) / mean, 4)
+    return out
+
+
 def run_big(clock, args, _model: Path) -> dict[str, Any]:
     model = args.work / "big-model"
     res: dict[str, Any] = {"model": write_model(clock, model, args.big_tokens, args.cpu)}
@@ -95,7 +110,7 @@ def run_big(clock, args, _model: Path) -> dict[str, Any]:
     doc = _result(args.work / "big-rep")
     res["repeat"] = {"rc": out.get("rc"), "verdict": (steps._json(out) or {}).get("verdict"),
                      "positions": doc.get("positions"), "runs": _runs(args.work / "big-rep"),
-                     **_costs(doc, out.get("seconds")),
+                     **_costs(doc, out.get("seconds")), "steps": shares(doc.get("timings")),
                      "stored_bytes_per_run": (_store_bytes() - before) // 2,
                      "result_bytes": _tree_bytes(args.work / "big-rep"),
                      "worker_output_bytes_per_run": _tree_bytes(args.work / "big-rep-work") // 2,
@@ -116,6 +131,7 @@ def run_big(clock, args, _model: Path) -> dict[str, Any]:
                       "worker_seconds": runs, "wall_seconds": out.get("seconds"),
                       "prov_seconds": round(out["seconds"] - sum(runs), 1)
                       if out.get("seconds") and runs and None not in runs else None,
+                      "steps": shares(d.get("timings")),
                       "note": "dummy weights: agreement is not model quality",
                       "stderr": out.get("stderr") if out.get("rc") else None}
     return res

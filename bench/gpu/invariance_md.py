@@ -13,20 +13,21 @@ def _first(p: dict[str, Any] | None) -> str:
 def _invariance(res: dict[str, Any]) -> list[str]:
     rows = res.get("invariance") or {}
     out = ["## Invariance probes", "", "| configuration | verdict | control | run-to-run | "
-           "needle | batch 1 vs N | prefix cache | chunked prefill | batched tok/s |",
-           "|---|---|---|---|---|---|---|---|---|"]
+           "needle | batch 1 vs N | prefix cache | chunked prefill | served 1 vs 16 | tok/s |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
     for key, r in rows.items():
         if "verdict" not in r:
             out.append(f"| {key} | not run: {str(r.get('error'))[:120]!r} |||||||")
             continue
         cells = []
-        for probe in ("run_to_run", "needle", "batch_size", "prefix_cache", "chunked_prefill"):
+        for probe in ("run_to_run", "needle", "batch_size", "prefix_cache", "chunked_prefill",
+                      "served"):
             p = r["probes"].get(probe)
             cells.append("n/a" if p is None else "identical" if p["identical"] else
                          f"differs ({_first(p)}; max {p['max_abs_logprob_diff']:.2e})")
         c = r["control"]
         ctl = "differed" if c["failed_as_required"] else "did NOT differ"
-        tput = r["throughput"].get("batched_tokens_per_s")
+        tput = r["throughput"].get("tokens_per_s")
         rate = f"{tput:.0f}" if tput else "-"
         out.append(f"| {key} | **{r['verdict']}** | {ctl} | " + " | ".join(cells)
                    + f" | {rate} |")
@@ -54,6 +55,24 @@ def render(res: dict[str, Any]) -> str:
                      f" declared rc {g['declared']['rc']}"
                      + (f"; also differed: {g['also_differed']}" if g.get("also_differed")
                         else "") + f"; refused unless declared: {g['refused_unless_declared']}")
+    if res.get("served"):
+        lines += ["", "## Through `vllm serve` (16 concurrent clients)", "",
+                  f"Model runner: {res['served'].get('runner')}", "",
+                  "| setting | verdict | control | run-to-run | needle | served 1 vs 16 | "
+                  "server run |", "|---|---|---|---|---|---|---|"]
+        for name, st in (res["served"].get("settings") or {}).items():
+            p = st.get("probe") or {}
+            if "verdict" not in p:
+                why = st.get("not_run") or st.get("failed") or p.get("error")
+                lines.append(f"| {name} | not run: {str(why)[-160:]!r} ||||||")
+                continue
+            cells = [("identical" if q["identical"] else f"differs ({_first(q)})")
+                     if (q := p["probes"].get(k)) else "n/a"
+                     for k in ("run_to_run", "needle", "served")]
+            ctl = "differed" if p["control"]["failed_as_required"] else "did NOT differ"
+            lines.append(f"| {name} | **{p['verdict']}** | {ctl} | " + " | ".join(cells)
+                         + f" | {(p.get('server') or {}).get('run_id')} |")
+        lines.append("")
     if res.get("report"):
         lines.append(f"- prov report: {res['report']}")
     if res.get("big"):
