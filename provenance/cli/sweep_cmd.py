@@ -71,6 +71,8 @@ class CellProgress:
         else:
             extra = f" on {row['node']}" if row.get("node") else ""
             err = f": {info['error']}" if info.get("error") else ""
+            if info.get("invariance"):
+                err += f" (invariance: {info['invariance']})"
             self.con.print(f"[{time.time() - self.t0:6.1f}s] {self.labels.get(cell_id, cell_id)}"
                            f" {state}{extra}{err}", markup=False, highlight=False)
 
@@ -90,14 +92,31 @@ def _fmt(x: float | None, pct: bool = False) -> str:
     return f"{100 * x:.2f}%" if pct else f"{x:.2e}"
 
 
+INVARIANCE_STYLE = {"invariant": "green", "not invariant": "red", "unproven": "yellow"}
+
+
+def invariance_cell(row: dict[str, Any]) -> str:
+    """The cell's invariance verdict, with the first probe that differed (if one did)."""
+    inv = row.get("invariance") or {}
+    verdict = inv.get("verdict")
+    if not verdict:
+        return "-"
+    differing = [name for name, p in (inv.get("probes") or {}).items() if not p["identical"]]
+    why = f" ({', '.join(differing)})" if differing else ""
+    if verdict == "unproven":
+        why = " (the control did not differ)"
+    return f"[{INVARIANCE_STYLE.get(verdict, '')}]{verdict}[/]{why}"
+
+
 def render_matrix(record: dict[str, Any], con) -> None:
     from rich.table import Table
 
     t = Table(title=f"sweep {record['name']}: every cell vs reference {record['reference']}")
+    probed = any(row.get("invariance") for row in record["cells"])
     for axis in record["axes"]:
         t.add_column(axis)
     for col in ("node", "runs", "gate", "top-1 agree", "mean KL(ref‖cell)", "max KL",
-                "repeats"):
+                "repeats") + (("invariance",) if probed else ()):
         t.add_column(col)
     for row in record["cells"]:
         g = row.get("gate") or {}
@@ -124,7 +143,8 @@ def render_matrix(record: dict[str, Any], con) -> None:
         t.add_row(*(str(row["values"][a]) for a in record["axes"]), where, runs, gate,
                   "ref" if row["reference"] else _fmt(s.get("top1_agreement"), pct=True),
                   "ref" if row["reference"] else _fmt(s.get("kl_ref_cand_mean")),
-                  "ref" if row["reference"] else _fmt(s.get("kl_ref_cand_max")), verdict)
+                  "ref" if row["reference"] else _fmt(s.get("kl_ref_cand_max")), verdict,
+                  *((invariance_cell(row),) if probed else ()))
     con.print(t)
 
 

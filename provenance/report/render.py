@@ -179,6 +179,8 @@ def sweep_section(m: dict[str, Any]) -> str:
                 lines.append(esc(str(c["reason"])[:300]))
             if c.get("repeat"):
                 lines.append(f"repeat: {esc(c['repeat'])}")
+            if c.get("invariance"):
+                lines.append(f"invariance: {esc(c['invariance'])}")
             if c.get("node"):
                 lines.append(f"node {esc(c['node'])}")
             if c.get("flagged"):

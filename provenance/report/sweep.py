@@ -3,7 +3,7 @@
 The shape read here (`prov-sweep/1`, documented in docs/reference/formats.md): `axes`
 (name -> values), `reference` (a cell id), `cells` (id, config {axis: value}, status,
 optional node, run_ids, flagged + flag_keys from the gate, top1_agreement, kl_mean, kl_max,
-repeat verdict, result).
+repeat verdict, result, optional invariance verdict).
 """
 
 from __future__ import annotations
@@ -40,6 +40,8 @@ def validate_sweep(doc: Any, where: Path | str) -> dict[str, Any]:
         for k in CELL_FIGURES:
             if c.get(k) is not None and not isinstance(c[k], int | float):
                 raise bad(f"cell {c['id']}: `{k}` is not a number")
+        if c.get("invariance") is not None and not isinstance(c["invariance"], str):
+            raise bad(f"cell {c['id']}: `invariance` is not a verdict string")
         ids.add(c["id"])
     if doc.get("reference") not in ids:
         raise bad("`reference` does not name a cell")
@@ -93,6 +95,7 @@ def from_store_record(rec: dict[str, Any]) -> dict[str, Any]:
         summary = row.get("summary") or {}
         node = row.get("node")
         verdict = row.get("verdict")
+        probed = row.get("invariance")
         cells.append({
             "id": str(row.get("label")), "config": dict(row.get("values") or {}),
             "status": row.get("state"),
@@ -110,6 +113,7 @@ def from_store_record(rec: dict[str, Any]) -> dict[str, Any]:
             "repeat": verdict.get("verdict") if isinstance(verdict, dict) else verdict,
             "reason": row.get("reason") or row.get("error"),
             "resolved": _resolved(row.get("runtime")),
+            "invariance": probed.get("verdict") if isinstance(probed, dict) else None,
         })
     return {"format": "prov-sweep/1", "name": rec.get("name"),
             "spec_digest": rec.get("spec_digest"), "axes": rec.get("axes"),

@@ -1,10 +1,15 @@
-"""Run one cell where it lands: `repeats` engine runs under the `prov exec` supervisor.
+"""Run one cell where it lands: `repeats` engine runs under the `prov exec` supervisor, then
+the batch-invariance probes (runners/invariance.py) when the spec has an [invariance] table.
 
 On the driver's machine (local executor) the runs go straight into the driver's store. On a
 Ray node they go into a private store of the cell's own; its objects (the runs' record
 chains, manifests, logs, output trees and the scores) are then returned for the driver to
 merge (`provenance.store.merge`), and the private store is removed. A store left behind by
 an attempt whose worker died is removed by the next attempt on that node.
+
+The probes' run is one more supervised run of the cell, shipped the same way; the JSON of
+its result is stored as an object (the result directory goes with the cell's temporary
+one), and the cell keeps the verdict and a per-probe summary.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from provenance.model.redact import KEY_FILE
 from runners.engines import EngineConfig
 from runners.execute import execute
 from runners.fingerprint import model_digest
+from runners.invariance import InvarianceOutcome, InvarianceSpec, run_invariance
 from runners.launch import supervised
 from runners.prepare import Prepared
 from runners.repeat import compare_repeats
@@ -49,6 +55,7 @@ def payload(cell, spec, prep, cwd: Path, redact_key: bytes) -> dict[str, Any]:
         "tokenizer_digest": prep.tokenizer_digest, "text_digest": prep.text_digest,
         "tokens_total": prep.truncated_from, "block": spec.block, "repeats": spec.repeats,
         "sweep": spec.name, "cwd": str(cwd), "redact_key": redact_key.hex(),
+        "invariance": spec.invariance,
     }
 
 
@@ -79,6 +86,29 @@ def _private_store_key(root: Path, key: bytes) -> None:
     fd = os.open(root / KEY_FILE, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w", encoding="ascii") as fh:
         fh.write(key.hex() + "\n")
+
+
+def _probe(p: dict[str, Any], config: EngineConfig, prep: Prepared, tmp: Path,
+           launcher) -> InvarianceOutcome:
+    """The invariance probes of the cell, with the launcher of its repeats."""
+    spec = InvarianceSpec(**{**p["invariance"], "probes": tuple(p["invariance"]["probes"])})
+    return run_invariance(config, prep, spec, tmp / "work" / f"sweep-{p['cell_id']}-inv",
+                          tmp / "invariance-result", launcher)
+
+
+def probe_doc(store, res: InvarianceOutcome) -> dict[str, Any]:
+    """What the cell keeps of the probes: the verdict, per probe identical / first difference
+    / top-1 agreement / max |dlogprob|, the control, and the stored result JSON."""
+    s = res.summary
+    keep = ("identical", "first_difference", "top1_agreement", "max_abs_logprob_diff")
+    info = store.get_run(res.run_id)
+    return {"verdict": res.verdict, "run_id": res.run_id, "record": info.record_digest,
+            "result": store.put_bytes((res.result_path / "result.json").read_bytes(),
+                                      "sweep.invariance"),
+            "probes": {name: {k: v.get(k) for k in keep} for name, v in s["probes"].items()},
+            "control": {k: s["control"].get(k) for k in ("op", "identical",
+                                                          "failed_as_required")},
+            "not_applicable": s["not_applicable"]}
 
 
 def run_cell(p: dict[str, Any], store_root: str | None = None,
@@ -113,6 +143,7 @@ def run_cell(p: dict[str, Any], store_root: str | None = None,
             for i in range(p["repeats"]):
                 runs.append(execute(config, prep, tmp / "work", f"sweep-{p['cell_id']}-r{i}",
                                     p["block"], launcher))
+            probed = _probe(p, config, prep, tmp, launcher) if p.get("invariance") else None
         finally:
             os.chdir(old)
         verdict = compare_repeats(runs, p["block"]) if len(runs) > 1 else \
@@ -132,8 +163,14 @@ def run_cell(p: dict[str, Any], store_root: str | None = None,
             "runtime": runs[0].meta.get("runtime", {}).get(p["engine"]),
             "seconds": round(time.time() - t0, 3),
         }
+        shipped = [i.run_id for i in infos]
+        if probed is not None:
+            out["invariance"] = probe_doc(store, probed)
+            shipped.append(probed.run_id)
         if ship:
-            digests = [d for i in infos for d in run_closure(store, i.run_id)] + [scores]
+            digests = [d for r in shipped for d in run_closure(store, r)] + [scores]
+            if probed is not None:
+                digests.append(out["invariance"]["result"])
             out["objects"] = export_objects(store, digests)
             store.close()
         return out

@@ -2,8 +2,9 @@
 
 1. Tokenise the text once; plan the cells (their keys).
 2. Resume: a cell whose key has a finished `prov.sweep.cell` object in this store, whose runs
-   are complete here, is skipped — with the local executor only if this machine's snapshot
-   has the manifest digest the cell ran with (otherwise the environment changed: run again).
+   (the invariance probes' included) are complete here, is skipped — with the local executor
+   only if this machine's snapshot has the manifest digest the cell ran with (otherwise the
+   environment changed: run again).
 3. Run the rest (local or Ray); merge each cell's objects into the store as it comes home,
    store its cell object, append the journal.
 4. Gate every cell against the reference cell; compare scores of the cells that pass.
@@ -68,7 +69,8 @@ def finished_cells(store, cells: list[Cell], local: bool) -> dict[str, dict[str,
             continue
         try:
             doc = store.get_json(e["object"])
-            states = [store.get_run(r).state for r in doc["runs"]]
+            probed = (doc.get("invariance") or {}).get("run_id")
+            states = [store.get_run(r).state for r in doc["runs"] + ([probed] if probed else [])]
         except Exception:  # noqa: BLE001 - a lost or unreadable cell object: run it again
             continue
         if doc.get("kind") != CELL_KIND or doc.get("key") != e["key"] or \
@@ -142,7 +144,8 @@ def _run_cells(spec: SweepSpec, store, executor, on_event: Event, todo: list[Cel
             continue
         results[c.cell_id] = doc = _store_cell(spec, store, executor, c, out)
         on_event(c.cell_id, "done", {"node": doc["node"], "seconds": doc["seconds"],
-                                     "attempts": doc["attempts"]})
+                                     "attempts": doc["attempts"],
+                                     "invariance": (doc.get("invariance") or {}).get("verdict")})
     return results
 
 
@@ -188,7 +191,7 @@ def _gate_rows(store, cells: list[Cell], results: dict[str, dict[str, Any]], var
             "error": r.get("error"), "shipped": r.get("shipped"), "seconds": r.get("seconds"),
             "reason": r.get("reason"), "declared": r.get("declared", False),
             "scores": r.get("scores"),
-            "runtime": r.get("runtime"),
+            "runtime": r.get("runtime"), "invariance": r.get("invariance"),
         }
         if row["state"] == "complete" and ref_scores is not None and not c.is_reference:
             row["gate"] = gate_cell(store, ref_res["runs"][0], r["runs"][0], vary)

@@ -1,7 +1,9 @@
 """Cell planning: the cartesian product of the axes, each cell with a stable key.
 
 A cell's key is sha256 over what decides its numbers: the engine configuration, the model,
-tokenizer and text digests, the token count, block and repeats. The key (plus the manifest
+tokenizer and text digests, the token count, block and repeats, and the spec's
+[invariance] table when it has one (a cell run without the probes is not reused for a
+sweep that asks for them, nor one probed with other settings). The key (plus the manifest
 digest of the environment it ran in) is what resumption matches on.
 """
 
@@ -46,11 +48,14 @@ def cell_key(config: EngineConfig, digests: dict[str, Any]) -> str:
 def plan(spec: SweepSpec, digests: dict[str, Any]) -> list[Cell]:
     """Every cell, the reference first (so its scores are home before anyone needs them)."""
     names = list(spec.axes)
+    decides: dict[str, Any] = {"repeats": spec.repeats}
+    if spec.invariance is not None:  # absent: the keys of sweeps before [invariance] hold
+        decides["invariance"] = spec.invariance
     cells = []
     for combo in itertools.product(*(spec.axes[n] for n in names)):
         values = dict(zip(names, combo, strict=True))
         cfg = engine_config(spec, values)
-        cells.append(Cell(0, values, cfg, cell_key(cfg, {**digests, "repeats": spec.repeats}),
+        cells.append(Cell(0, values, cfg, cell_key(cfg, {**digests, **decides}),
                           spec.resources_for(values), values == spec.reference,
                           spec.skip_reason(values)))
     cells.sort(key=lambda c: not c.is_reference)

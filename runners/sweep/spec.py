@@ -36,6 +36,12 @@ vary = []
 [[skip]]                         # cells not to run, with the reason shown in their place
 match = { attn = "eager", dtype = "bfloat16" }
 reason = "why this combination is not run (e.g. the engine does not offer it)"
+
+[invariance]                     # optional: run the batch-invariance probes in every cell
+fillers = 16                     # every key optional, defaults as `prov run invariance`:
+seed = 0                         # fillers, seed, needle_tokens, filler_min, filler_max,
+needle_tokens = 96               # placements, max_new, control, probes
+probes = ["run_to_run", "needle", "batch_size"]
 ```
 
 Validation is done here, once, with one clear line per problem: a sweep that fails on its
@@ -53,7 +59,8 @@ from provenance.model.errors import ProvError
 from runners.engines import EngineConfig, EngineError
 
 SCALAR = (str, int, float, bool)
-TOP_KEYS = {"sweep", "axes", "reference", "options", "resources", "gate", "skip"}
+TOP_KEYS = {"sweep", "axes", "reference", "options", "resources", "gate", "skip",
+            "invariance"}
 SWEEP_KEYS = {"name", "engine", "model", "text", "max_tokens", "block", "repeats", "retries"}
 RESOURCE_KEYS = {"num_cpus", "num_gpus", "memory", "resources", "when"}
 
@@ -93,6 +100,8 @@ class SweepSpec:
     rules: list[ResourceRule] = field(default_factory=list)
     vary: list[str] = field(default_factory=list)
     skips: list[SkipRule] = field(default_factory=list)
+    # [invariance]: every InvarianceSpec field (defaults filled in), or None: no probes
+    invariance: dict[str, Any] | None = None
     digest: str = ""  # sha256 of the spec file's bytes
     path: Path | None = None
 
@@ -260,6 +269,39 @@ def _vary(doc: dict, where: str) -> list[str]:
     return list(vary)
 
 
+def _invariance(doc: dict, where: str) -> dict[str, Any] | None:
+    """The [invariance] table as InvarianceSpec's fields, defaults filled in (so a spec
+    that writes a default out and one that leaves it out plan the same cells)."""
+    if "invariance" not in doc:
+        return None
+    from dataclasses import asdict, fields
+
+    from runners.invariance import InvarianceSpec
+
+    w = f"{where} [invariance]"
+    table = _table(doc, "invariance", where)
+    _unknown(table, {f.name for f in fields(InvarianceSpec)}, w)
+    kw: dict[str, Any] = {}
+    for key, val in table.items():
+        if key == "control":
+            if not isinstance(val, str):
+                raise SpecError(f"{w}.control: must be a string, got {val!r}")
+            kw[key] = val
+        elif key == "probes":
+            if not isinstance(val, list) or not val or \
+                    any(not isinstance(v, str) for v in val) or len(set(val)) != len(val):
+                raise SpecError(f"{w}.probes: must be a non-empty list of distinct probe names")
+            kw[key] = tuple(val)
+        else:
+            kw[key] = _pos_int(val, f"{w}.{key}", 0 if key == "seed" else 1)
+    spec = InvarianceSpec(**kw)
+    try:
+        spec.check()
+    except ValueError as exc:
+        raise SpecError(f"{w}: {exc}") from None
+    return {**asdict(spec), "probes": list(spec.probes)}
+
+
 def parse_spec(text: str, where: str = "spec", base: Path | None = None) -> SweepSpec:
     base = base or Path.cwd()
     from provenance.model.inputs import InputError, parse_toml
@@ -278,6 +320,7 @@ def parse_spec(text: str, where: str = "spec", base: Path | None = None) -> Swee
     rules = _resource_rules(res_t, axes, where)
     vary = _vary(doc, where)
     skips = _skip_rules(doc, axes, ref, where)
+    invariance = _invariance(doc, where)
     name = sw.get("name", "sweep")
     if not isinstance(name, str) or not name:
         raise SpecError(f"{where} [sweep].name: must be a non-empty string")
@@ -293,7 +336,7 @@ def parse_spec(text: str, where: str = "spec", base: Path | None = None) -> Swee
         num_cpus=_number(res_t.get("num_cpus", 1), f"{where} [resources].num_cpus"),
         num_gpus=_number(res_t.get("num_gpus", 0), f"{where} [resources].num_gpus"),
         resources=_resources(res_t.get("resources", {}), f"{where} [resources].resources"),
-        rules=rules, vary=vary, skips=skips,
+        rules=rules, vary=vary, skips=skips, invariance=invariance,
         digest="sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest(),
     )
 

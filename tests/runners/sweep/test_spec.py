@@ -152,3 +152,53 @@ def test_an_online_quantization_axis_is_gated_as_weights_and_quantization():
 
     assert vary_for(["quantization", "kv_cache_dtype"], []) == \
         ["weights", "quantization", "kv-cache-dtype"]
+
+
+INV = GOOD + """
+[invariance]
+fillers = 3
+placements = 1
+max_new = 2
+needle_tokens = 16
+probes = ["run_to_run", "needle"]
+"""
+
+
+def test_an_invariance_table_fills_defaults_and_is_part_of_the_cell_key(tmp_path):
+    spec = parse_spec(INV, "s.toml", tmp_path)
+    assert spec.invariance == {"fillers": 3, "seed": 0, "needle_tokens": 16, "filler_min": 8,
+                               "filler_max": 64, "placements": 1, "max_new": 2,
+                               "control": "batch_fp16_sum", "probes": ["run_to_run", "needle"]}
+    assert parse_spec(GOOD, "s.toml", tmp_path).invariance is None
+    plain = {c.label: c.key for c in plan(parse_spec(GOOD, "s", tmp_path), DIGESTS)}
+    probed = {c.label: c.key for c in plan(spec, DIGESTS)}
+    other = {c.label: c.key for c in plan(parse_spec(INV.replace("max_new = 2", "max_new = 3"),
+                                                     "s", tmp_path), DIGESTS)}
+    assert not set(plain.values()) & set(probed.values())
+    assert not set(probed.values()) & set(other.values())
+    # a default written out plans the very same cells as one left out
+    spelled = parse_spec(INV + "seed = 0\n", "s", tmp_path)
+    assert {c.label: c.key for c in plan(spelled, DIGESTS)} == probed
+
+
+@pytest.mark.parametrize("mutate, message", [
+    (lambda s: s + "filers = 4\n", "s.toml [invariance]: unknown key(s) filers (allowed: "
+     "control, filler_max, filler_min, fillers, max_new, needle_tokens, placements, probes, "
+     "seed)"),
+    (lambda s: s.replace("fillers = 3", "fillers = 65"), "[invariance]: fillers must be 1..64"),
+    (lambda s: s.replace("fillers = 3", 'fillers = "3"'),
+     "[invariance].fillers: must be an integer >= 1, got '3'"),
+    (lambda s: s.replace("max_new = 2", "max_new = 0"),
+     "[invariance].max_new: must be an integer >= 1, got 0"),
+    (lambda s: s + "seed = -1\n", "[invariance].seed: must be an integer >= 0, got -1"),
+    (lambda s: s.replace('"needle"]', '"needel"]'), "unknown probe(s) ['needel']"),
+    (lambda s: s.replace('"needle"]', '"needle", "needle"]'), "distinct probe names"),
+    (lambda s: s + 'control = "none"\n', "[invariance]: control must be one of"),
+    (lambda s: s.replace("needle_tokens = 16", "needle_tokens = 4"), "needle_tokens >= 8"),
+    (lambda s: "invariance = 1\n" + s.split("[invariance]")[0], "[invariance] must be a table"),
+])
+def test_bad_invariance_tables_are_one_line_errors(tmp_path, mutate, message):
+    with pytest.raises(SpecError) as exc:
+        parse_spec(mutate(INV), "s.toml", tmp_path)
+    assert message in str(exc.value)
+    assert "\n" not in str(exc.value)
