@@ -389,7 +389,9 @@ def parse_item(name: str, value: Any) -> Any:
 
 
 def _message(name: str, bad: _Bad) -> str:
-    return f"{name}.{bad.where} ({bad.why})" if bad.where else f"{name} ({bad.why})"
+    if not bad.where:
+        return f"{name} ({bad.why})"
+    return f"{name}{'' if bad.where.startswith('[') else '.'}{bad.where} ({bad.why})"
 
 
 def _item_json(v: Any) -> Any:
