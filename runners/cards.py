@@ -39,5 +39,6 @@ def full_vocabulary(note: str | None = None, size: int | None = None) -> Truncat
     return Truncation(Vocabulary.FULL, size=size, note=note)
 
 
-def top_k(residual_bucket: bool, note: str) -> Truncation:
-    return Truncation(Vocabulary.TOP_K, residual_bucket=residual_bucket, note=note)
+def top_k(residual_bucket: bool, note: str, k: int | None = None) -> Truncation:
+    """`k`: the ids an engine returned per position, when the configuration says."""
+    return Truncation(Vocabulary.TOP_K, k=k, residual_bucket=residual_bucket, note=note)

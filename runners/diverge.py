@@ -116,8 +116,10 @@ def _diverge_vocab(ref: WorkerRun, cand: WorkerRun, floor: dict[str, Any]) -> Tr
                                f"logits: {floor_text(floor)}", size=int(head["shape"][0]))
     if ref.meta["full_vocab"] and cand.meta["full_vocab"]:
         return full_vocabulary("renormalised in float64")
+    ks = [int(k) for r in (ref, cand) if not r.meta["full_vocab"]
+          and (k := r.config.get("topk")) is not None]
     return top_k(True, "KL over ids both engines returned plus one residual-mass bucket "
-                       "(a lower bound of the full KL)")
+                       "(a lower bound of the full KL)", k=min(ks) if ks else None)
 
 
 def _bootstrap(summary: dict[str, Any]) -> Bootstrap:
