@@ -348,6 +348,8 @@ class _Verifier:
             doc = kl.read_json_object(self.root / subj["name"])
             if issues := kl.result_card_problems(doc):
                 _fail(s, kl.not_strict_summary(subj["name"], issues))
+            if doc and doc.get("format") == "prov-result/1":
+                s.details.append(f"{subj['name']}: its disclosure card is strict")
             if not kl.declares_kl(doc):
                 continue
             assert doc is not None
