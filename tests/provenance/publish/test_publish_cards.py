@@ -104,3 +104,29 @@ def test_a_legacy_result_card_is_refused_naming_each_item(tmp_path):
     with pytest.raises(ProvError, match=f"{LEGACY.name}: its disclosure card is not strict"):
         publish([tmp_path / LEGACY.name], sample_subject(), tmp_path / "c",
                 allow_unrecorded=True)
+
+
+def test_verify_step_7_refuses_a_result_card_made_legacy_and_resigned(tmp_path):
+    import hashlib
+
+    from provenance.keys import generate
+    from tests.hostile.publish.test_forgeries import failed_at, resign, statement_of
+
+    key, pub, _ = generate(tmp_path / "signer")
+    res = _runner_result(tmp_path, STRICT)
+    out = tmp_path / "b"
+    publish([res], sample_subject(), out, key_path=key, allow_unrecorded=True)
+    assert failed_at(out, pub) is None
+    doc = json.loads(res.read_text())
+    doc["disclosure"] = json.loads(LEGACY.read_text())["disclosure"]
+    data = json.dumps(doc).encode()
+    (out / "results" / "result.json").write_bytes(data)
+    st = statement_of(out)
+    for subj in st["subject"]:
+        if subj["name"] == "results/result.json":
+            subj["digest"]["sha256"] = hashlib.sha256(data).hexdigest()
+    resign(out, key, st)
+    report = verify_bundle(str(out), pub)
+    assert report.failed.number == 7
+    assert any("its disclosure card is not strict" in d and "context_lengths" in d
+               for d in report.failed.details)
