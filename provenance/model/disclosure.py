@@ -16,6 +16,7 @@ as a `LegacyCard` (all nine items present and non-empty, kept verbatim, shown as
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -112,7 +113,7 @@ def _object(v: Any, required: tuple[str, ...], optional: tuple[str, ...]) -> dic
     return v
 
 
-def _opt(v: dict[str, Any], key: str, check: Any) -> Any:
+def _opt(v: dict[str, Any], key: str, check: Callable[[Any, str], Any]) -> Any:
     return check(v[key], key) if key in v else None
 
 
@@ -330,7 +331,7 @@ class Field:
     """One item: its parser (JSON -> typed value), its JSON type, and what it says."""
 
     name: str
-    parse: Any
+    parse: Callable[[Any], Any]
     types: tuple[type, ...]
     shape: str
     says: str
