@@ -277,7 +277,8 @@ class Truncation:
                    _opt(d, "note", _text))
 
     def to_json(self) -> dict[str, Any]:
-        return _drop_none({"mode": self.mode.value, "size": self.size, "k": self.k,
+        return _drop_none({"mode": getattr(self.mode, "value", self.mode), "size": self.size,
+                           "k": self.k,
                            "residual_bucket": self.residual_bucket, "note": self.note})
 
 

@@ -185,6 +185,8 @@ def test_a_card_built_in_code_is_checked_the_same_way():
     with pytest.raises(DisclosureError, match="vocabulary_truncation.mode"):
         DisclosureCard(**{**fields, "vocabulary_truncation": d.Truncation(
             d.Vocabulary.FULL, k=5)})
+    with pytest.raises(DisclosureError, match=r"vocabulary_truncation.mode \(must be one of"):
+        DisclosureCard(**{**fields, "vocabulary_truncation": d.Truncation("top-k")})
     with pytest.raises(DisclosureError, match=r"calibration_data.none \(must be a non-empty"):
         DisclosureCard(**{**fields, "calibration_data": d.NoCalibration("")})
     assert DisclosureCard(**{**fields, "context_lengths": [7]}).context_lengths == (7,)
