@@ -5,7 +5,7 @@ import rules); anything a command needs from runners/ is named here.
 """
 
 from provenance.model.disclosure import ITEMS as DISCLOSURE_ITEMS
-from provenance.model.disclosure import DisclosureCard, DisclosureError
+from provenance.model.disclosure import DisclosureCard, DisclosureError, NotApplicable
 from runners.demo.build import ensure as ensure_demo_model
 from runners.diverge import DivergeOutcome, analyse, run_diverge
 from runners.engines import EngineConfig, EngineError
@@ -24,7 +24,7 @@ __all__ = [
     "DISCLOSURE_ITEMS", "DisclosureCard", "DisclosureError", "DivergeOutcome", "EngineConfig",
     "EngineError", "LaunchError", "Launched", "Prepared", "RepeatOutcome", "ResultError",
     "analyse", "prepare", "read_result", "run_diverge", "run_repeat", "standalone",
-    "supervised", "write_result",
+    "supervised", "write_result", "NotApplicable",
     # invariance under batching (docs: issue 28)
     "InvarianceOutcome", "InvarianceSpec", "run_invariance",
     # demo models: `prov demo`, `prov selftest`, `prov run replay` without --model

@@ -16,7 +16,14 @@ from typing import Any
 
 import numpy as np
 
-from provenance.model.disclosure import DisclosureCard
+from provenance.model.disclosure import (
+    Aggregation,
+    Bootstrap,
+    Direction,
+    DisclosureCard,
+    Positions,
+    Truncation,
+)
 from runners.analysis import (
     block_bootstrap_ci,
     find_clusters,
@@ -26,6 +33,7 @@ from runners.analysis import (
     self_kl_floor,
 )
 from runners.analysis.segments import annotate_clusters, by_type, position_segments
+from runners.cards import NOT_CALIBRATED, checkpoint, environment, full_vocabulary, text, top_k
 from runners.engines import EngineConfig
 from runners.execute import WorkerRun, execute
 from runners.hidden_analysis import HiddenStateError, analyse_runs, floor_text, is_hidden
@@ -100,41 +108,50 @@ def summarise(per_position: dict[str, np.ndarray], ids: np.ndarray, floor: dict[
     return summary, arrays
 
 
+def _diverge_vocab(ref: WorkerRun, cand: WorkerRun, floor: dict[str, Any]) -> Truncation:
+    if is_hidden(ref):
+        head = ref.meta["storage"]["head"]
+        return full_vocabulary(f"logits rebuilt from the stored {floor['storage_dtype']} "
+                               f"(output head sha256 {head['sha256'][:16]}..., checked): "
+                               f"{floor['rebuild']}; storage floor, rebuilt vs engine "
+                               f"logits: {floor_text(floor)}", size=int(head["shape"][0]))
+    if ref.meta["full_vocab"] and cand.meta["full_vocab"]:
+        return full_vocabulary("renormalised in float64")
+    ks = [int(k) for r in (ref, cand) if not r.meta["full_vocab"]
+          and (k := r.config.get("topk")) is not None]
+    return top_k(True, "KL over ids both engines returned plus one residual-mass bucket "
+                       "(a lower bound of the full KL)", k=min(ks) if ks else None)
+
+
+def _bootstrap(summary: dict[str, Any]) -> Bootstrap:
+    ci = summary["ci"]["kl_ref_cand_mean"]
+    return Bootstrap(level=float(ci["level"]), block=int(ci["block"]),
+                     resamples=int(ci["n_boot"]), seed=0)
+
+
 def diverge_card(ref: WorkerRun, cand: WorkerRun, prep: Prepared,
                  summary: dict[str, Any]) -> DisclosureCard:
-    full = ref.meta["full_vocab"] and cand.meta["full_vocab"]
-    vocab = "none: full vocabulary, renormalised in float64" if full else \
-        "top-k: KL over ids both engines returned plus one residual-mass bucket " \
-        "(a lower bound of the full KL)"
-    sampled = f"all {summary['positions']} next-token positions, none skipped"
     floor = summary["self_kl_floor"]
+    rule = "every next-token position of one teacher-forced sequence, none skipped"
     if is_hidden(ref):
-        v = ref.meta["storage"]["head"]["shape"][0]
-        vocab = (f"none: full vocabulary of {v}, logits rebuilt from the stored "
-                 f"{floor['storage_dtype']} (output head sha256 "
-                 f"{ref.meta['storage']['head']['sha256'][:16]}..., checked): "
-                 f"{floor['rebuild']}; storage floor, rebuilt vs engine logits: "
-                 f"{floor_text(floor)}")
-        sampled += (f"; the storage floor on {floor['ref']['rows']} evenly spaced positions "
-                    "whose engine logits each run kept")
+        rule += (f"; the storage floor on {floor['ref']['rows']} evenly spaced positions "
+                 "whose engine logits each run kept")
     return DisclosureCard(
-        reference_checkpoint={"model_digest": prep.model_digest,
-                              "tokenizer_digest": prep.tokenizer_digest,
-                              "reference_engine": ref.config.spec},
-        runtime_environment={"reference": ref.meta["runtime"], "candidate": cand.meta["runtime"],
-                             "run_ids": [ref.run_id or "standalone",
-                                         cand.run_id or "standalone"]},
-        evaluation_text={"digest": prep.text_digest, "tokens_total": prep.truncated_from},
-        calibration_data="none: no quantized weights or KV cache were calibrated",
-        context_lengths=f"one sequence of {len(prep.ids)} tokens, teacher-forced, "
-                        f"contexts 1..{len(prep.ids) - 1}",
-        sampled_positions=sampled,
-        kl_direction="both: kl_ref_cand = KL(P_ref || P_cand) and kl_cand_ref = "
-                     "KL(P_cand || P_ref), natural log (nats)",
-        vocabulary_truncation=vocab,
-        aggregation="per-position values; mean, percentiles (nearest-rank interpolation, "
-                    "numpy linear) and 95% block-bootstrap CI (blocks of 32 positions, "
-                    "1000 resamples, seed 0)",
+        reference_checkpoint=checkpoint(prep, ref.config.spec),
+        runtime_environment=environment([ref.run_id, cand.run_id],
+                                        {"reference": ref.meta["runtime"],
+                                         "candidate": cand.meta["runtime"]}),
+        evaluation_text=text(prep),
+        calibration_data=NOT_CALIBRATED,
+        context_lengths=(int(len(prep.ids)),),
+        sampled_positions=Positions(count=int(summary["positions"]), rule=rule),
+        kl_direction=Direction.BOTH,
+        vocabulary_truncation=_diverge_vocab(ref, cand, floor),
+        aggregation=Aggregation(
+            method="per-position values (kl_ref_cand = KL(P_ref || P_cand), kl_cand_ref = "
+                   "KL(P_cand || P_ref), nats); mean, percentiles (numpy linear "
+                   "interpolation) and a block-bootstrap CI of the mean",
+            bootstrap=_bootstrap(summary)),
     )
 
 

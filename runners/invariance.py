@@ -457,23 +457,26 @@ def run_invariance(config: EngineConfig, prep: Prepared, spec: InvarianceSpec, w
 
 def card(config: EngineConfig, prep: Prepared, plan: Plan, spec: InvarianceSpec,
          run_id: str | None) -> DisclosureCard:
-    lengths = [len(p) for p in plan.prompts]
+    from provenance.model.disclosure import Aggregation, NotApplicable, Positions
+    from runners.cards import NOT_CALIBRATED, checkpoint, environment, full_vocabulary, text
+
+    lengths = tuple(len(p) for p in plan.prompts)
     return DisclosureCard(
-        reference_checkpoint={"model_digest": prep.model_digest,
-                              "tokenizer_digest": prep.tokenizer_digest},
-        runtime_environment={"engine": config.spec, "run_ids": [run_id or "standalone"]},
-        evaluation_text={"digest": prep.text_digest, "tokens_total": prep.truncated_from},
-        calibration_data="none: no quantized weights or KV cache were calibrated",
-        context_lengths=f"{len(lengths)} prompts of {min(lengths)}..{max(lengths)} tokens "
-                        f"cut from the text (seed {spec.seed}); greedy continuations of "
-                        f"{spec.max_new} tokens",
-        sampled_positions="every prompt position and every continuation token of each "
-                          "compared prompt",
-        kl_direction="not applicable: invariance compares raw bits, no KL",
-        vocabulary_truncation="top-1 and the actual token per position (their logprobs over "
-                              "the full vocabulary)",
-        aggregation="per probe: identical iff every pair is bit-identical; first differing "
-                    "position of the first differing pair; top-1 agreement over all compared "
-                    "positions; largest absolute logprob difference (continuations: while "
-                    "their tokens agree)",
+        reference_checkpoint=checkpoint(prep, config.spec),
+        runtime_environment=environment([run_id], {}),
+        evaluation_text=text(prep),
+        calibration_data=NOT_CALIBRATED,
+        context_lengths=lengths,
+        sampled_positions=Positions(
+            rule=f"every prompt position and every continuation token ({spec.max_new} greedy "
+                 f"tokens) of each compared prompt; {len(lengths)} prompts cut from the text "
+                 f"(seed {spec.seed})"),
+        kl_direction=NotApplicable("invariance compares raw bits, no KL"),
+        vocabulary_truncation=full_vocabulary("top-1 and the actual token per position are "
+                                              "stored, their logprobs over the full vocabulary"),
+        aggregation=Aggregation(
+            method="per probe: identical iff every pair is bit-identical; first differing "
+                   "position of the first differing pair; top-1 agreement over all compared "
+                   "positions; largest absolute logprob difference (continuations: while "
+                   "their tokens agree)"),
     )

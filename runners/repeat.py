@@ -14,7 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from provenance.model.disclosure import DisclosureCard
+from provenance.model.disclosure import Aggregation, DisclosureCard, NotApplicable, Positions
+from runners.cards import NOT_CALIBRATED, checkpoint, environment, full_vocabulary, text, top_k
 from runners.engines import EngineConfig
 from runners.execute import WorkerRun, execute
 from runners.hidden import to_float32
@@ -78,20 +79,24 @@ def _differs(base: WorkerRun, other: WorkerRun, i: int, layer: str, b: int,
 
 def repeat_card(config: EngineConfig, prep: Prepared, runs: list[WorkerRun],
                 n: int) -> DisclosureCard:
+    block = int(runs[0].meta["block"])
+    vocab = full_vocabulary() if runs[0].meta["full_vocab"] else \
+        top_k(False, "only the entries the engine returned are stored and compared")
     return DisclosureCard(
-        reference_checkpoint={"model_digest": prep.model_digest,
-                              "tokenizer_digest": prep.tokenizer_digest},
-        runtime_environment={"engine": config.spec, "runtime": runs[0].meta["runtime"],
-                             "run_ids": [r.run_id or "standalone" for r in runs]},
-        evaluation_text={"digest": prep.text_digest, "tokens_total": prep.truncated_from},
-        calibration_data="none: no quantized weights or KV cache were calibrated",
-        context_lengths=f"one sequence of {len(prep.ids)} tokens, teacher-forced",
-        sampled_positions=f"all {len(prep.ids) - 1} next-token positions",
-        kl_direction="not applicable: repeatability compares raw bytes, no KL",
-        vocabulary_truncation="full vocabulary" if runs[0].meta["full_vocab"]
-        else "top-k only (stored entries compared)",
-        aggregation=f"sha256 per layer per block of {runs[0].meta['block']} positions; "
-                    f"{n} runs in separate processes; first differing (layer, block) reported",
+        reference_checkpoint=checkpoint(prep, config.spec),
+        runtime_environment=environment([r.run_id for r in runs],
+                                        {"run0": runs[0].meta["runtime"]}),
+        evaluation_text=text(prep),
+        calibration_data=NOT_CALIBRATED,
+        context_lengths=(int(len(prep.ids)),),
+        sampled_positions=Positions(count=int(len(prep.ids) - 1),
+                                    rule="every next-token position of one teacher-forced "
+                                         "sequence, none skipped"),
+        kl_direction=NotApplicable("repeatability compares raw bytes, no KL"),
+        vocabulary_truncation=vocab,
+        aggregation=Aggregation(method=f"sha256 per layer per block of {block} positions; "
+                                       f"{n} runs in separate processes; the first differing "
+                                       "(layer, block) is reported", block=block, runs=n),
     )
 
 

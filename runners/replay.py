@@ -20,9 +20,18 @@ from typing import Any
 import numpy as np
 
 from provenance.model.atomic import write_atomic
-from provenance.model.disclosure import DisclosureCard
+from provenance.model.disclosure import (
+    Aggregation,
+    Checkpoint,
+    Direction,
+    DisclosureCard,
+    NoCalibration,
+    Positions,
+    Text,
+)
 from provenance.store import RunRecord
 from runners.analysis import find_clusters, position_stats
+from runners.cards import NOT_CALIBRATED, environment, full_vocabulary, top_k
 from runners.engines import EngineConfig, EngineError
 from runners.fingerprint import model_digest, tokenizer_digest
 from runners.launch import (
@@ -224,31 +233,34 @@ def replay_card(runs: list[ReplayRun], r: Rendered, ws: Workstream, mdig: str, t
     n = len(r.ids)
     full = all(not np.isnan(run.scores).any() for run in runs)
     emulated = [run.config.label for run in runs if run.config.kv_cache != "auto"]
+    calibration = NOT_CALIBRATED.reason + (
+        "; emulated KV caches (" + ", ".join(emulated) + ") use a per-token, per-head absmax "
+        "scale computed on the fly" if emulated else "")
     return DisclosureCard(
-        reference_checkpoint={"model_digest": mdig, "tokenizer_digest": tdig,
-                              "reference_engine": runs[0].config.label,
-                              "chat_template_digest": r.template_digest},
-        runtime_environment={"configs": {run.config.label: run.meta["runtime"] for run in runs},
-                             "run_ids": [run.run_id or "standalone" for run in runs]},
-        evaluation_text={"workstream": ws.name, "workstream_digest": ws.digest,
-                         "chat_template_digest": r.template_digest,
-                         "token_ids_digest": r.ids_digest, "tokens_total": n},
-        calibration_data="none: no quantized weights or KV cache were calibrated"
-        + ("; emulated KV caches (" + ", ".join(emulated) + ") use a per-token, per-head "
-           "absmax scale computed on the fly" if emulated else ""),
-        context_lengths=f"teacher-forced: one sequence of {n} tokens, contexts 1..{n - 1}; "
-                        "generation: at each of "
-                        f"{len(r.turns)} tool-call turns from its captured (open loop) or "
-                        "replayed (closed loop) prefix",
-        sampled_positions=f"all {n - 1} next-token positions, none skipped; every captured "
-                          "tool-call turn",
-        kl_direction="kl_ref_cand = KL(P_ref || P_cand), natural log (nats); reference = the "
-                     "first configuration",
-        vocabulary_truncation="none: full vocabulary, renormalised in float64" if full else
-        "top-k: truncated estimate with a residual bucket",
-        aggregation="per-position values; means per segment type (system, user, "
-                    "assistant_prose, tool_call, tool_result, template) and per message; "
-                    "disagreement clusters merged across gaps",
+        reference_checkpoint=Checkpoint(digest=mdig, tokenizer_digest=tdig,
+                                        reference_engine=runs[0].config.label,
+                                        chat_template_digest=r.template_digest),
+        runtime_environment=environment([run.run_id for run in runs],
+                                        {run.config.label: run.meta["runtime"]
+                                         for run in runs}),
+        evaluation_text=Text(digest=ws.digest, source=f"workstream {ws.name}",
+                             tokens_total=n, token_ids_digest=r.ids_digest,
+                             chat_template_digest=r.template_digest),
+        calibration_data=NoCalibration(calibration),
+        context_lengths=(n,),
+        sampled_positions=Positions(
+            count=n - 1, rule="every next-token position of one teacher-forced sequence, "
+                              f"none skipped; generation: each of the {len(r.turns)} captured "
+                              "tool-call turns from its captured (open loop) or replayed "
+                              "(closed loop) prefix"),
+        kl_direction=Direction.REF_CAND,
+        vocabulary_truncation=full_vocabulary("renormalised in float64") if full else
+        top_k(True, "truncated estimate with a residual bucket"),
+        aggregation=Aggregation(
+            method="per-position values (kl_ref_cand, nats; the reference is the first "
+                   "configuration); means per segment type (system, user, assistant_prose, "
+                   "tool_call, tool_result, template) and per message; disagreement clusters "
+                   "merged across gaps"),
     )
 
 

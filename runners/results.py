@@ -4,8 +4,10 @@ result.json carries `format`, `kind` (repeat | diverge | replay | invariance), t
 configurations and the runtime facts they resolved, model/tokenizer/text digests, positions,
 the summary, the disclosure card, the list of arrays with shape and dtype, and
 `arrays_sha256` (over the npz bytes). A result is written to a temp directory and renamed
-into place, and only with a constructed DisclosureCard: a result missing a disclosure item
-cannot be produced.
+into place, and only with a constructed (strict) DisclosureCard: a result with a missing or
+malformed disclosure item cannot be produced. A result written before the strict card holds
+free-text items: `read_result` reads it (its card is a legacy card, `read_card`, shown as
+such by the report and refused by `prov publish`); a card that lost an item is refused.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from provenance.model.atomic import replace_dir, write_atomic
-from provenance.model.disclosure import DisclosureCard, DisclosureError
+from provenance.model.disclosure import DisclosureCard, DisclosureError, read_card
 from provenance.model.errors import ProvError
 from runners.arrays import npz_bytes
 
@@ -37,7 +39,7 @@ class ResultError(ProvError, ValueError):
 def write_result(path: Path, kind: str, meta: dict[str, Any], arrays: dict[str, np.ndarray],
                  disclosure: DisclosureCard) -> Path:
     if not isinstance(disclosure, DisclosureCard):
-        raise DisclosureError("a result needs a DisclosureCard (all nine items)")
+        raise DisclosureError("a result needs a DisclosureCard (all nine items, typed)")
     if kind not in KINDS:
         raise ResultError(f"result kind must be one of {KINDS}")
     missing = [k for k in REQUIRED_META if k not in meta]
@@ -89,7 +91,7 @@ def read_result(path: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         raise ResultError(f"{path}: not a {RESULT_FORMAT} result")
     if hashlib.sha256(blob).hexdigest() != doc.get("arrays_sha256"):
         raise ResultError(f"{path}: arrays.npz does not match arrays_sha256")
-    DisclosureCard.from_dict(doc.get("disclosure") or {})
+    read_card(doc.get("disclosure") or {})  # strict, or legacy (all nine items); else refused
     with np.load(io.BytesIO(blob)) as npz:
         arrays = {k: npz[k] for k in npz.files}
     return doc, arrays

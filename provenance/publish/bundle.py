@@ -83,6 +83,8 @@ def check_results(results: list[Path], manifest_digest: str) -> dict[str, dict]:
                 refusals.append(kl.missing_summary(path.name, issues))
             else:
                 cards[path.name] = doc["kl_disclosure"]
+        if issues := kl.result_card_problems(doc):
+            refusals.append(kl.not_strict_summary(path.name, issues))
     if refusals:
         raise ProvError("refusing to publish: " + " | ".join(refusals))
     return cards

@@ -17,7 +17,8 @@ Steps (numbered here and in the output, like sigstore-python's verifier):
      command, parameters, manifest and output digests agree with the bundled run record
   6. SBOM: strictly valid CycloneDX 1.6, and the whole component list (Python, Debian, GPU
      stack, OS) is the one the bundled manifest gives
-  7. KL disclosure cards: every result declaring a KL figure has a complete card
+  7. disclosure cards: every result declaring a KL figure has a strict, complete card, and
+     every prov-result/1 result its own strict card
   8. exchange receipts: every receipt of a bound client's exchanges names a server run
      whose record is bundled, a manifest digest of that run's records (each manifest
      bundled, its identity digest recomputed) and its exchange's request and response
@@ -345,6 +346,10 @@ class _Verifier:
         s.verdict = PASS
         for subj in self.subjects:
             doc = kl.read_json_object(self.root / subj["name"])
+            if issues := kl.result_card_problems(doc):
+                _fail(s, kl.not_strict_summary(subj["name"], issues))
+            if doc and doc.get("format") == "prov-result/1":
+                s.details.append(f"{subj['name']}: its disclosure card is strict")
             if not kl.declares_kl(doc):
                 continue
             assert doc is not None

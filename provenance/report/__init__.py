@@ -92,8 +92,9 @@ def build_report(target: str, *, store: str | None = None, model: Path | None = 
             render.comparison_section(ld.comparison, doc.get("comparison"),
                                       _context_changes(ld)), "comparison"))
     if "disclosure" in doc:
-        sections.append(render.section("Disclosure card", render.disclosure_section(
-            doc["disclosure"]), "disclosure"))
+        sections.append(render.section(render.disclosure_title(doc["disclosure"]),
+                                       render.disclosure_section(doc["disclosure"]),
+                                       "disclosure"))
     sb = summaries.sbom_summary(sbom) if sbom else (
         summaries.sbom_summary(p) if (p := summaries.find_beside(ld.path, "sbom*.json"))
         else None)

@@ -7,9 +7,7 @@ import json
 from importlib import resources
 from typing import Any
 
-ITEM_ORDER = ("reference_checkpoint", "runtime_environment", "evaluation_text",
-              "calibration_data", "context_lengths", "sampled_positions", "kl_direction",
-              "vocabulary_truncation", "aggregation")
+from provenance.model.disclosure import ITEMS, DisclosureError, LegacyCard, read_card
 
 
 def esc(v: Any) -> str:
@@ -121,9 +119,35 @@ def _sides(ch: dict[str, Any]) -> tuple[Any, Any, Any]:
             "(absent)" if change == "removed" else ch.get("b"))
 
 
+def _not_strict(card: dict[str, Any]) -> list[str] | None:
+    """None for a strict card; else the items that are not (a legacy card)."""
+    try:
+        read = read_card(card)
+    except DisclosureError as exc:
+        return [str(exc)]
+    return list(read.problems) if isinstance(read, LegacyCard) else None
+
+
+def disclosure_title(card: dict[str, Any]) -> str:
+    return "Disclosure card" if _not_strict(card) is None else \
+        "Disclosure card (legacy: free text, not checked)"
+
+
+def _item_text(v: Any) -> Any:
+    if isinstance(v, dict) and len(v) == 1 and ("not_applicable" in v or "none" in v):
+        key = next(iter(v))
+        return f"{key.replace('_', ' ')}: {v[key]}"
+    return v
+
+
 def disclosure_section(card: dict[str, Any]) -> str:
-    rows = [(k.replace("_", " "), card[k]) for k in ITEM_ORDER if k in card]
-    return table(rows, ("item", "disclosed"), "card")
+    rows = [(k.replace("_", " "), _item_text(card[k])) for k in ITEMS if k in card]
+    legacy = _not_strict(card)
+    note = "" if legacy is None else (
+        "<p class='hint'>A legacy card: written before prov's typed card, its items are "
+        "free text, shown as written and not checked; <code>prov publish</code> refuses it. "
+        f"Not strict: {esc('; '.join(legacy))}</p>")
+    return note + table(rows, ("item", "disclosed"), "card")
 
 
 def sbom_section(sbom: dict | None, audit: dict | None) -> str:

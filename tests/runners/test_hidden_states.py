@@ -98,9 +98,13 @@ def test_rebuilt_analysis_equals_the_logits_analysis(pair):
     assert doc["storage"]["reference"]["kind"] == "hidden"
     assert doc["analysis"]["device"] == "cpu" and "numpy" in doc["analysis"]["kernel"]
     card = doc["disclosure"]
-    assert "rebuilt" in card["vocabulary_truncation"] and "64/64 rows bit-identical" in \
-        card["vocabulary_truncation"]
-    assert "64 evenly spaced positions" in card["sampled_positions"]
+    from provenance.model.disclosure import problems
+
+    assert problems(card) == []
+    vocab = card["vocabulary_truncation"]
+    assert vocab["mode"] == "full" and vocab["size"] > 0
+    assert "rebuilt" in vocab["note"] and "64/64 rows bit-identical" in vocab["note"]
+    assert "64 evenly spaced positions" in card["sampled_positions"]["rule"]
     assert "ref_final_hidden" not in arrays  # the runs' own outputs hold the hidden states
 
 

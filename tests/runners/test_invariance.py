@@ -126,3 +126,15 @@ def test_report_draws_the_verdict_and_probes(runs):
     html = (tmp / "r.html").read_text()
     assert "batch invariance" in html and "not invariant" in html
     assert "Probes (bitwise, per position)" in html and "differed, as it must" in html
+
+
+def test_the_invariance_card_is_strict(runs):
+    from provenance.model.disclosure import DisclosureCard, NotApplicable, publish_problems
+
+    tmp, r = runs
+    doc, _ = read_result(tmp / "plain")
+    card = DisclosureCard.from_dict(doc["disclosure"])  # the strict check, or it raises
+    assert card.kl_direction == NotApplicable("invariance compares raw bits, no KL")
+    assert card.context_lengths == tuple(doc["summary"]["prompts"]["lengths"])
+    assert card.runtime_environment.run_ids == (r["plain"][1]["run_id"],)
+    assert publish_problems(doc["disclosure"], kl=False) == []

@@ -119,6 +119,10 @@ def test_result_record_card_and_gate(replayed, replay_model):
     r, _ = _captured_completions(replay_model)
     assert doc["kind"] == "replay"
     card = doc["disclosure"]
+    from provenance.model.disclosure import publish_problems
+
+    assert publish_problems(card) == []  # strict, and publishable as a KL figure
+    assert card["kl_direction"] == "KL(ref||cand)" and card["context_lengths"] == [len(r.ids)]
     assert card["evaluation_text"]["chat_template_digest"] == r.template_digest
     assert card["evaluation_text"]["token_ids_digest"] == r.ids_digest
     assert card["reference_checkpoint"]["reference_engine"] == CONFIGS[0]

@@ -6,6 +6,14 @@ import numpy as np
 import pytest
 from scipy import special
 
+from provenance.model.disclosure import (
+    Direction,
+    DisclosureCard,
+    NotApplicable,
+    Vocabulary,
+    problems,
+    publish_problems,
+)
 from runners.diverge import run_diverge
 from runners.engines import EngineConfig
 from runners.repeat import run_repeat
@@ -29,6 +37,13 @@ def test_same_implementation_repeats_bit_identical(prepared, tmp_path):
     assert rt == b.meta["runtime"]
     doc, _ = read_result(out.result_path)
     assert doc["summary"]["verdict"] == "bit-identical"
+    card = DisclosureCard.from_dict(doc["disclosure"])  # the strict check, or it raises
+    assert card.context_lengths == (len(prepared.ids),)
+    assert card.sampled_positions.count == len(prepared.ids) - 1
+    assert card.kl_direction == NotApplicable("repeatability compares raw bytes, no KL")
+    assert card.aggregation.block == 128 and card.aggregation.runs == 2
+    assert card.reference_checkpoint.digest == prepared.model_digest
+    assert problems(doc["disclosure"]) == []
 
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
@@ -57,7 +72,14 @@ def test_eager_vs_sdpa_differ_and_analysis_matches_scipy(prepared, tmp_path, dty
     assert abs(s["kl_ref_cand"]["mean"] - kl.mean()) <= 1e-6
     assert np.max(np.abs(arrays["kl_ref_cand"] - kl)) <= 1e-6
     assert s["kl_ref_cand"]["mean"] > 0
-    assert doc["disclosure"]["kl_direction"].startswith("both")
+    card = DisclosureCard.from_dict(doc["disclosure"])  # the strict check, or it raises
+    assert card.kl_direction is Direction.BOTH
+    assert card.vocabulary_truncation.mode is Vocabulary.FULL
+    assert card.context_lengths == (len(prepared.ids),)
+    assert card.sampled_positions.count == s["positions"] == len(prepared.ids) - 1
+    assert card.aggregation.bootstrap.block == s["ci"]["kl_ref_cand_mean"]["block"]
+    assert card.runtime_environment.runtime["reference"] == out.ref.meta["runtime"]
+    assert publish_problems(doc["disclosure"]) == []  # publishable as a KL figure
 
 
 def test_refuses_unknown_options():

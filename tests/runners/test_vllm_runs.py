@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from scipy import special
 
+from provenance.model.disclosure import publish_problems
 from provenance.store import open_store
 from runners.engines import EngineConfig
 from runners.launch import LaunchError
@@ -88,7 +89,8 @@ def test_vllm_vs_transformers_divergence(vllm_python, demo_model, tmp_path):
     assert s["top1_agreement"] > 0.95
     doc, _ = read_result(tmp_path / "res")
     assert doc["runtime"]["candidate"]["vllm"]["attention_backend"]["resolved"] == "CPU_ATTN"
-    assert doc["disclosure"]["vocabulary_truncation"].startswith("none: full vocabulary")
+    assert doc["disclosure"]["vocabulary_truncation"]["mode"] == "full"
+    assert publish_problems(doc["disclosure"]) == []
     assert doc["comparison"]["gate"] == "passed"
 
 
@@ -110,7 +112,9 @@ def test_vllm_topk_gives_the_disclosed_truncated_estimate(vllm_python, prepared,
                       tmp_path / "r")
     doc, arrays = read_result(out.result_path)
     assert out.cand.meta["full_vocab"] is False and arrays["truncated"].all()
-    assert doc["disclosure"]["vocabulary_truncation"].startswith("top-k")
+    assert doc["disclosure"]["vocabulary_truncation"] | {"note": "-"} == {
+        "mode": "top_k", "k": 8, "residual_bucket": True, "note": "-"}
+    assert publish_problems(doc["disclosure"]) == []
     # independent: the ids vLLM returned (its top-8 plus the actual token) and one bucket each
     lp = special.log_softmax(out.ref.scores.astype(np.float64), axis=1)
     lq = out.cand.scores.astype(np.float64)

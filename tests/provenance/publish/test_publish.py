@@ -48,12 +48,12 @@ def kl_card(manifest_digest: str) -> dict:
         "reference_checkpoint": {"name": "bf16", "digest": "sha256:" + "a1" * 32},
         "runtime_environment": {"manifest_digest": manifest_digest},
         "evaluation_text": {"digest": "sha256:" + "b2" * 32, "source": "agentic trace v3"},
-        "calibration_data": "none",
+        "calibration_data": {"none": "bf16 weights, nothing quantized"},
         "context_lengths": [4096, 32768],
-        "sampled_positions": "every generated token of the trace (n=98304)",
+        "sampled_positions": {"count": 98304, "rule": "every generated token of the trace"},
         "kl_direction": "KL(ref||cand)",
-        "vocabulary_truncation": "none (full 151936-token vocabulary)",
-        "aggregation": "mean over positions, then mean over prompts",
+        "vocabulary_truncation": {"mode": "full", "size": 151936},
+        "aggregation": {"method": "mean over positions, then mean over prompts"},
     }
 
 
@@ -210,7 +210,7 @@ def test_kl_result_without_full_card_is_refused_with_missing_items(tmp_path):
         publish([res], sample_subject(), tmp_path / "b", allow_unrecorded=True)
     msg = str(err.value)
     for item in ("calibration_data (missing)", "kl_direction (missing)", "aggregation (missing)",
-                 "evaluation_text (needs digest and source)"):
+                 "evaluation_text (needs digest, source; missing digest)"):
         assert item in msg
     assert "reference_checkpoint" not in msg and not (tmp_path / "b").exists()
     # No card at all: all nine items are listed.

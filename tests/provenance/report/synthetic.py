@@ -23,16 +23,19 @@ def synthetic_result(path: Path, positions: int = 100_000, vocab: int = 16,
     spike = positions * 2 // 3
     cand[spike] = ref[spike][::-1]
     summary, arrays = api.analyse(ref, cand, ids, None)
+    from provenance.model import disclosure as d
+
     card = api.DisclosureCard(
-        reference_checkpoint="synthetic: random logits, no checkpoint",
-        runtime_environment="synthetic: no engine ran",
-        evaluation_text=f"synthetic: {positions + 1} random token ids",
-        calibration_data="none: nothing was calibrated",
-        context_lengths="not applicable: no model context, synthetic scores",
-        sampled_positions=f"all {positions} positions",
-        kl_direction="both: KL(P_ref || P_cand) and KL(P_cand || P_ref), nats",
-        vocabulary_truncation=f"none: full vocabulary of {vocab}",
-        aggregation="per-position values; mean, percentiles, block-bootstrap CI")
+        reference_checkpoint=d.NotApplicable("synthetic: random logits, no checkpoint"),
+        runtime_environment=d.NotApplicable("synthetic: no engine ran"),
+        evaluation_text=d.NotApplicable(f"synthetic: {positions + 1} random token ids"),
+        calibration_data=d.NoCalibration("nothing was calibrated"),
+        context_lengths=(positions + 1,),
+        sampled_positions=d.Positions(rule="every position", count=positions),
+        kl_direction=d.Direction.BOTH,
+        vocabulary_truncation=d.Truncation(d.Vocabulary.FULL, size=vocab),
+        aggregation=d.Aggregation(method="per-position values; mean, percentiles, "
+                                         "block-bootstrap CI"))
     meta = {"engines": [{"engine": "synthetic", "options": {"side": "ref"}},
                         {"engine": "synthetic", "options": {"side": "cand"}}],
             "model_digest": "none", "tokenizer_digest": "none", "text_digest": "none",

@@ -279,7 +279,7 @@ def _segmented_result(path, n: int = 600):
     summary, arrays = summarise(per, ids, {"storage_dtype": "synthetic", "ref": {"max": 0.0},
                                            "cand": {"max": 0.0}})
     add_segments(summary, arrays, SimpleNamespace(offsets=offsets, segments=segs))
-    card = api.DisclosureCard(*(["synthetic: segmented test result"] * 9))
+    card = api.DisclosureCard.not_applicable("synthetic: segmented test result")
     meta = {"engines": [{"engine": "synthetic"}, {"engine": "synthetic"}],
             "model_digest": "none", "tokenizer_digest": "none", "text_digest": "none",
             "positions": {"n_tokens": n + 1, "scored": n}, "summary": summary,
