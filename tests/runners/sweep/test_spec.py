@@ -168,7 +168,8 @@ def test_an_invariance_table_fills_defaults_and_is_part_of_the_cell_key(tmp_path
     spec = parse_spec(INV, "s.toml", tmp_path)
     assert spec.invariance == {"fillers": 3, "seed": 0, "needle_tokens": 16, "filler_min": 8,
                                "filler_max": 64, "placements": 1, "max_new": 2,
-                               "control": "batch_fp16_sum", "probes": ["run_to_run", "needle"]}
+                               "control": "batch_fp16_sum", "probes": ["run_to_run", "needle"],
+                               "clients": 16}
     assert parse_spec(GOOD, "s.toml", tmp_path).invariance is None
     plain = {c.label: c.key for c in plan(parse_spec(GOOD, "s", tmp_path), DIGESTS)}
     probed = {c.label: c.key for c in plan(spec, DIGESTS)}
@@ -183,8 +184,8 @@ def test_an_invariance_table_fills_defaults_and_is_part_of_the_cell_key(tmp_path
 
 @pytest.mark.parametrize("mutate, message", [
     (lambda s: s + "filers = 4\n", "s.toml [invariance]: unknown key(s) filers (allowed: "
-     "control, filler_max, filler_min, fillers, max_new, needle_tokens, placements, probes, "
-     "seed)"),
+     "clients, control, filler_max, filler_min, fillers, max_new, needle_tokens, placements, "
+     "probes, seed)"),
     (lambda s: s.replace("fillers = 3", "fillers = 65"), "[invariance]: fillers must be 1..64"),
     (lambda s: s.replace("fillers = 3", 'fillers = "3"'),
      "[invariance].fillers: must be an integer >= 1, got '3'"),
