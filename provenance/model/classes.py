@@ -104,6 +104,9 @@ CLASSIFICATION: tuple[tuple[str, LeafKind], ...] = (
     ("cuda.libraries.*.paths", C),
     # a run's declared parameters can move the numbers (`--param temperature=0.7`); its
     # name and tags are labels
+    # where an invariance probe reached its server (engine `server`): what that server
+    # computes is its own record, bound as `server.*`, not its address
+    ("run.params.server_url", C),
     ("run.params.**", I),
     ("run.**", C),
     # the in-process probe (provenance/exec/probe): how it ran is context; what it saw
@@ -125,6 +128,7 @@ CLASSIFICATION: tuple[tuple[str, LeafKind], ...] = (
     # own words (`upstream.*`), not in its address
     ("code.args.upstream", C),
     ("code.args.host", C),
+    ("code.args.server_url", C),
     ("code.script.path", C),
     ("code.script.changed_during_run", C),
     ("code.modules.*.files_checked", C),

@@ -54,3 +54,13 @@ def test_a_receipt_gets_the_digest_the_record_held_when_the_request_came():
     assert digest_at(history, 5.0) == "sha256:snap"  # before the chain: its first
     assert digest_at(history, 31.0) == "sha256:final"
     assert digest_at(history, None) is None
+
+
+def test_where_an_invariance_probe_reached_its_server_is_context():
+    """Two probes of one configuration behind two ports compare on the server run they were
+    bound to (`server.*`), not on its address."""
+    from provenance.model.classes import LeafKind, classify
+
+    assert classify("code.args.server_url") == LeafKind.CONTEXT
+    assert classify("run.params.server_url") == LeafKind.CONTEXT
+    assert classify("run.params.served_model") == LeafKind.IDENTITY
