@@ -38,7 +38,8 @@ from typing import Any
 import numpy as np
 
 from provenance.model.atomic import write_atomic
-from provenance.model.disclosure import DisclosureCard
+from provenance.model.disclosure import Aggregation, DisclosureCard, NotApplicable, Positions
+from runners.cards import NOT_CALIBRATED, checkpoint, environment, full_vocabulary, text
 from runners.engines import EngineConfig
 from runners.engines.served import CONTROL_PROCESSOR
 from runners.launch import (
@@ -457,9 +458,6 @@ def run_invariance(config: EngineConfig, prep: Prepared, spec: InvarianceSpec, w
 
 def card(config: EngineConfig, prep: Prepared, plan: Plan, spec: InvarianceSpec,
          run_id: str | None) -> DisclosureCard:
-    from provenance.model.disclosure import Aggregation, NotApplicable, Positions
-    from runners.cards import NOT_CALIBRATED, checkpoint, environment, full_vocabulary, text
-
     lengths = tuple(len(p) for p in plan.prompts)
     return DisclosureCard(
         reference_checkpoint=checkpoint(prep, config.spec),

@@ -15,21 +15,20 @@ import os
 import signal
 import subprocess
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
 from bench.gpu import vllm_grid_steps as steps
+from bench.gpu.serve_check import _get, free_port
 
 CONTROL = "runners.served_control:BatchDependentControl"
 SETTINGS = {"bi0": "0", "bi1": "1"}
 
 
 def _healthy(port: int) -> bool:
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     try:
-        with opener.open(f"http://127.0.0.1:{port}/health", timeout=3):
-            return True
+        _get(f"http://127.0.0.1:{port}/health")
+        return True
     except OSError:
         return False
 
@@ -109,7 +108,7 @@ def run_served(clock, args, model: Path) -> dict[str, Any]:
         if clock.left() < 75:
             out["settings"][name] = {"not_run": f"{clock.left():.0f} s left"}
             continue
-        port = steps_free_port()
+        port = free_port()
         proc, step = _start(clock, args, model, name, flag, port)
         if proc is not None:
             step["probe"] = _probe(clock, args, model, name, port)
@@ -119,11 +118,3 @@ def run_served(clock, args, model: Path) -> dict[str, Any]:
               f"{(step.get('probe') or {}).get('verdict', step.get('failed', '')[-200:])}",
               flush=True)
     return out
-
-
-def steps_free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]

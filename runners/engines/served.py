@@ -37,7 +37,8 @@ Obs = dict[str, np.ndarray]
 
 class ServerSession:
     """One server, reached at `server_url`; the model is the server's first, or
-    `served_model`."""
+    `served_model`. Which cache probes apply is the plan's to decide, from what the spec
+    declares (runners/invariance.py): the server's own record says what it ran."""
 
     prefix_cache = None
     chunked_prefill = None
@@ -51,8 +52,6 @@ class ServerSession:
         self.base = parts.path.rstrip("/")
         self.model = config.get("served_model") or self._first_model()
         self.plant: str | None = None
-        if str(config.get("prefix_caching", "0")).lower() not in ("1", "true", "yes", "on"):
-            self.prefix_cache = "not applicable: prefix caching not declared (prefix_caching=1)"
 
     def _request(self, method: str, path: str, body: dict[str, Any] | None = None
                  ) -> tuple[int, bytes]:
