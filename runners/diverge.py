@@ -24,6 +24,7 @@ from provenance.model.disclosure import (
     Positions,
     Truncation,
 )
+from provenance.model.policy import Policy
 from runners.analysis import (
     block_bootstrap_ci,
     find_clusters,
@@ -195,8 +196,8 @@ def add_segments(summary: dict[str, Any], arrays: dict[str, np.ndarray],
 
 def run_diverge(ref_cfg: EngineConfig, cand_cfg: EngineConfig, prep: Prepared, workdir: Path,
                 result: Path, block: int = 256, launcher: Launcher = standalone,
-                gap: int = 8, check: Callable[[WorkerRun, WorkerRun], dict] | None = None
-                ) -> DivergeOutcome:
+                gap: int = 8, check: Callable[[WorkerRun, WorkerRun], dict] | None = None,
+                policy: Policy | None = None) -> DivergeOutcome:
     """Run both, let `check` (the gate) refuse before any figure is computed, then analyse."""
     ref = execute(ref_cfg, prep, workdir, "ref", block, launcher)
     cand = execute(cand_cfg, prep, workdir, "cand", block, launcher)
@@ -208,7 +209,8 @@ def run_diverge(ref_cfg: EngineConfig, cand_cfg: EngineConfig, prep: Prepared, w
                "analysis_seconds": round(time.perf_counter() - t1, 3),
                "workers": [ref.meta.get("timings") or {}, cand.meta.get("timings") or {}]}
     meta = {**diverge_meta(ref, cand, prep, comparison, summary, facts), "timings": timings}
-    path = write_result(result, "diverge", meta, arrays, diverge_card(ref, cand, prep, summary))
+    path = write_result(result, "diverge", meta, arrays, diverge_card(ref, cand, prep, summary),
+                        policy)
     return DivergeOutcome(summary, arrays, ref, cand, path)
 
 

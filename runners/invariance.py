@@ -39,6 +39,7 @@ import numpy as np
 
 from provenance.model.atomic import write_atomic
 from provenance.model.disclosure import Aggregation, DisclosureCard, NotApplicable, Positions
+from provenance.model.policy import Policy
 from runners.cards import NOT_CALIBRATED, checkpoint, environment, full_vocabulary, text
 from runners.engines import EngineConfig
 from runners.engines.served import CONTROL_PROCESSOR
@@ -410,7 +411,8 @@ def control_note(config: EngineConfig, control: dict[str, Any]) -> str | None:
 
 
 def run_invariance(config: EngineConfig, prep: Prepared, spec: InvarianceSpec, workdir: Path,
-                   result: Path, launcher: Launcher = standalone) -> InvarianceOutcome:
+                   result: Path, launcher: Launcher = standalone,
+                   policy: Policy | None = None) -> InvarianceOutcome:
     spec.check()
     plan = build_plan(spec, config, prep.ids)
     workdir = Path(workdir).resolve()
@@ -452,7 +454,7 @@ def run_invariance(config: EngineConfig, prep: Prepared, spec: InvarianceSpec, w
     arrays = {"ids": np.asarray(plan.prompts[0], np.int64),
               "needle_alone_lp": load("single.0", 0)["lp"]}
     path = write_result(result, "invariance", meta, arrays, card(config, prep, plan, spec,
-                                                                 done.run_id))
+                                                                 done.run_id), policy)
     return InvarianceOutcome(verdict, summary, done.run_id, path)
 
 

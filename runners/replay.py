@@ -29,6 +29,7 @@ from provenance.model.disclosure import (
     Positions,
     Text,
 )
+from provenance.model.policy import Policy
 from provenance.store import RunRecord
 from runners.analysis import find_clusters, position_stats
 from runners.cards import NOT_CALIBRATED, environment, full_vocabulary, top_k
@@ -267,7 +268,7 @@ def replay_card(runs: list[ReplayRun], r: Rendered, ws: Workstream, mdig: str, t
 def run_replay(ws: Workstream, model: Path, configs: list[ReplayConfig], workdir: Path,
                result: Path, launcher: Launcher = standalone,
                check: Callable[[ReplayRun, ReplayRun], dict] | None = None,
-               chat_template: Path | None = None) -> ReplayOutcome:
+               chat_template: Path | None = None, policy: Policy | None = None) -> ReplayOutcome:
     from tokenizers import Tokenizer
 
     model = Path(model).resolve()
@@ -299,7 +300,7 @@ def run_replay(ws: Workstream, model: Path, configs: list[ReplayConfig], workdir
         "summary": summary,
     }
     path = write_result(result, "replay", meta, arrays,
-                        replay_card(runs, r, ws, mdig, tdig, summary))
+                        replay_card(runs, r, ws, mdig, tdig, summary), policy)
     return ReplayOutcome(summary, runs, r, path)
 
 

@@ -2,12 +2,14 @@
 
 result.json carries `format`, `kind` (repeat | diverge | replay | invariance), the engine
 configurations and the runtime facts they resolved, model/tokenizer/text digests, positions,
-the summary, the disclosure card, the list of arrays with shape and dtype, and
-`arrays_sha256` (over the npz bytes). A result is written to a temp directory and renamed
-into place, and only with a constructed (strict) DisclosureCard: a result with a missing or
-malformed disclosure item cannot be produced. A result written before the strict card holds
-free-text items: `read_result` reads it (its card is a legacy card, `read_card`, shown as
-such by the report and refused by `prov publish`); a card that lost an item is refused.
+the summary, the disclosure card, the acceptance policy's verdict when one was given
+(`policy`: path, sha256, verdict, each check with its observed value), the list of arrays
+with shape and dtype, and `arrays_sha256` (over the npz bytes). A result is written to a temp
+directory and renamed into place, and only with a constructed (strict) DisclosureCard: a
+result with a missing or malformed disclosure item cannot be produced. A result written
+before the strict card holds free-text items: `read_result` reads it (its card is a legacy
+card, `read_card`, shown as such by the report and refused by `prov publish`); a card that
+lost an item is refused.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import numpy as np
 from provenance.model.atomic import replace_dir, write_atomic
 from provenance.model.disclosure import DisclosureCard, DisclosureError, read_card
 from provenance.model.errors import ProvError
+from provenance.model.policy import Policy
 from runners.arrays import npz_bytes
 
 RESULT_FORMAT = "prov-result/1"
@@ -37,7 +40,9 @@ class ResultError(ProvError, ValueError):
 
 
 def write_result(path: Path, kind: str, meta: dict[str, Any], arrays: dict[str, np.ndarray],
-                 disclosure: DisclosureCard) -> Path:
+                 disclosure: DisclosureCard, policy: Policy | None = None) -> Path:
+    """With a policy: its verdict on the summary (as result.json will hold it) is recorded
+    under `policy`, inside the document the digests cover."""
     if not isinstance(disclosure, DisclosureCard):
         raise DisclosureError("a result needs a DisclosureCard (all nine items, typed)")
     if kind not in KINDS:
@@ -55,6 +60,9 @@ def write_result(path: Path, kind: str, meta: dict[str, Any], arrays: dict[str, 
                    for k, v in sorted(arrays.items())},
         "arrays_sha256": hashlib.sha256(blob).hexdigest(),
     }
+    if policy is not None:
+        doc["policy"] = policy.evaluate(json.loads(json.dumps(meta.get("summary"),
+                                                              default=_json_default)))
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.tmp-", dir=path.parent))

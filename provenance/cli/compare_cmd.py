@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import typer
 
 from provenance.cli import app
@@ -157,22 +159,31 @@ def compare(
         "package's modules and libraries). Repeatable.",
     ),
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    policy: Path = typer.Option(None, "--policy", help="Acceptance policy (TOML [[check]] "
+                                "tables) on the statistics of the --json document; the exit "
+                                "status is its verdict: PASS 0, FAIL 1, NOT_COMPARABLE 3 "
+                                "(refused), NOT_EVALUATED 5."),
 ) -> None:
     """Compare two runs: refuse (exit 3) unless every identity difference is declared.
 
     A comparison that passes is recorded in the store with the keys that varied. Beside the
     verdict, each declared output is stated identical, differing or missing on a side.
     """
+    from provenance.cli.gating import policy_exit, read_policy, render_policy
     from provenance.cli.output import console, print_json
     from provenance.gate import compare_runs
     from provenance.store import open_store
 
+    pol = read_policy(policy)
     c = compare_runs(open_store(), a, b, list(vary))
     result, ra, rb, config = c.result, c.a, c.b, c.config
     doc = c.to_json()
+    block = None
+    if pol is not None:
+        block = pol.evaluate(doc) if result.ok else pol.not_comparable("the gate refused")
     if as_json:
-        print_json(doc)
-        raise typer.Exit(0 if result.ok else REFUSED)
+        print_json({**doc, **({"policy": block} if block else {})})
+        raise typer.Exit(policy_exit(block, 0 if result.ok else REFUSED))
     con = console()
     if result.ok:
         _render(c, con)
@@ -184,7 +195,9 @@ def compare(
             line = runs_sparkline(ra.run.record.to_doc(), rb.run.record.to_doc())
             if line:
                 con.print(line, markup=False, highlight=False)
-        raise typer.Exit(0)
+        if block:
+            render_policy(block, con)
+        raise typer.Exit(policy_exit(block))
     err = console(stderr=True)
     _render(c, err)
     render_changes(
@@ -202,4 +215,6 @@ def compare(
         "Declare what you meant to vary with --vary KEY or a preset "
         f"({', '.join(sorted(config.presets))})."
     )
+    if block:
+        render_policy(block, err)
     raise typer.Exit(REFUSED)

@@ -69,3 +69,53 @@ def _summary(keys: list[str], most: int = 8) -> str:
     ranked = sorted(groups.items(), key=lambda kv: (-kv[1], kv[0]))
     shown = ", ".join(f"{head} ({n})" for head, n in ranked[:most])
     return shown + (f" (+{len(ranked) - most} more groups)" if len(ranked) > most else "")
+
+
+# ---- the acceptance policy (--policy FILE) ------------------------------------------------
+
+def read_policy(path: Path | None):
+    """The policy, read and validated before anything runs (bad policy: exit 2)."""
+    from provenance.model.policy import load_policy
+
+    return load_policy(path) if path is not None else None
+
+
+def recorded_policy(result: Path) -> dict[str, Any] | None:
+    """The policy block as result.json holds it (what was recorded is what is reported)."""
+    import json
+
+    return json.loads((Path(result) / "result.json").read_text()).get("policy")
+
+
+def refused_under(policy, exc: ProvError) -> ProvError:
+    """A gate refusal under a policy is its NOT_COMPARABLE verdict (exit 3)."""
+    if policy is None or exc.exit_code != EXIT_REFUSED:
+        return exc
+    return ProvError(f"{exc}; policy {policy.path}: NOT_COMPARABLE", EXIT_REFUSED)
+
+
+def render_policy(block: dict[str, Any], con) -> None:
+    from rich.table import Table
+
+    t = Table(title=f"policy {block['path']} (sha256 {block['sha256'][:16]}...): "
+                    f"{block['verdict']}")
+    for col in ("statistic", "condition", "observed", "outcome"):
+        t.add_column(col)
+    for c in block["checks"]:
+        cond = ", ".join(f"{k} {c[k]!r}" for k in ("min", "max", "equals", "one_of") if k in c)
+        t.add_row(c["statistic"], cond, _observed(c["observed"]),
+                  c["outcome"] + (f": {c['reason']}" if c.get("reason") else ""))
+    con.print(t)
+
+
+def _observed(v: Any) -> str:
+    import json
+
+    return "-" if v is None else (f"{v:.6g}" if isinstance(v, float) else json.dumps(v))
+
+
+def policy_exit(block: dict[str, Any] | None, default: int = 0) -> int:
+    """The exit status: the policy's verdict when there is one, else the command's own."""
+    from provenance.model.policy import VERDICT_EXIT
+
+    return default if block is None else VERDICT_EXIT[block["verdict"]]

@@ -13,7 +13,16 @@ from typing import Any
 
 import typer
 
-from provenance.cli.gating import default_out, gate_check, launcher
+from provenance.cli.gating import (
+    default_out,
+    gate_check,
+    launcher,
+    policy_exit,
+    read_policy,
+    recorded_policy,
+    refused_under,
+    render_policy,
+)
 from provenance.cli.run_cmd import run_app
 from provenance.model.errors import ProvError
 
@@ -80,6 +89,9 @@ def replay(
                                        "model's"),
     out: Path = typer.Option(None, help="result directory"),
     workdir: Path = typer.Option(None, help="where worker outputs go"),
+    policy: Path = typer.Option(None, "--policy", help="acceptance policy (TOML [[check]] "
+                                "tables); the exit status is its verdict: PASS 0, FAIL 1, "
+                                "NOT_COMPARABLE 3, NOT_EVALUATED 5"),
     as_json: bool = typer.Option(False, "--json", help="print the summary as JSON"),
     standalone: bool = typer.Option(False, "--standalone",
                                     help="plain child processes: no run records, no gate"),
@@ -93,6 +105,7 @@ def replay(
     from provenance.cli.output import console, print_json
     from runners import api
 
+    pol = read_policy(policy)
     if not config and not vary:
         vary = ["kv-cache-dtype"]  # what the default configurations vary, and nothing else
     config = config or DEFAULT_CONFIGS
@@ -115,10 +128,18 @@ def replay(
     work = workdir or out.parent / f".{out.name}.work"
     try:
         res = api.run_replay(ws, model, cfgs, work, out, launcher=launcher(standalone),
-                             check=gate_check(vary, None, standalone), chat_template=chat_template)
+                             check=gate_check(vary, None, standalone), chat_template=chat_template,
+                             policy=pol)
     except (api.LaunchError, api.EngineError, api.DisclosureError) as exc:
         raise ProvError(str(exc), 3) from exc
+    except ProvError as exc:
+        raise refused_under(pol, exc) from exc
+    block = recorded_policy(res.result_path) if pol else None
     if as_json:
-        print_json({"result": str(res.result_path), **res.summary})
+        print_json({"result": str(res.result_path), **res.summary,
+                    **({"policy": block} if block else {})})
     else:
         render_replay(res.summary, res.result_path, console())
+        if block:
+            render_policy(block, console())
+    raise typer.Exit(policy_exit(block))

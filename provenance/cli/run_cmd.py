@@ -13,7 +13,16 @@ from typing import Any
 import typer
 
 from provenance.cli import app
-from provenance.cli.gating import default_out, gate_check, launcher
+from provenance.cli.gating import (
+    default_out,
+    gate_check,
+    launcher,
+    policy_exit,
+    read_policy,
+    recorded_policy,
+    refused_under,
+    render_policy,
+)
 from provenance.model.errors import ProvError
 
 run_app = typer.Typer(help="Repeatability and divergence runs (transformers, vLLM).",
@@ -139,6 +148,9 @@ def diverge(
     max_tokens: int = typer.Option(1024, help="score at most this many tokens"),
     gap: int = typer.Option(8, help="merge disagreements closer than this into one cluster"),
     workdir: Path = typer.Option(None, help="where worker outputs go"),
+    policy: Path = typer.Option(None, "--policy", help="acceptance policy (TOML [[check]] "
+                                "tables); the exit status is its verdict: PASS 0, FAIL 1, "
+                                "NOT_COMPARABLE 3, NOT_EVALUATED 5"),
     as_json: bool = typer.Option(False, "--json", help="print the summary as JSON"),
     standalone: bool = typer.Option(False, "--standalone",
                                     help="plain child processes: no run records, no gate"),
@@ -152,22 +164,30 @@ def diverge(
     from provenance.cli.output import console, print_json
     from runners import api
 
+    pol = read_policy(policy)
     ref_cfg, cand_cfg = _config(ref), _config(cand)
     prep = _prepare(model, text, max_tokens)
     out = out or default_out("diverge")
     work = workdir or out.parent / f".{out.name}.work"
     try:
         res = api.run_diverge(ref_cfg, cand_cfg, prep, work, out, launcher=launcher(standalone),
-                              gap=gap, check=gate_check(vary, None, standalone))
+                              gap=gap, check=gate_check(vary, None, standalone), policy=pol)
     except (api.LaunchError, api.EngineError, api.DisclosureError, ValueError) as exc:
         raise ProvError(str(exc), 3) from exc
+    except ProvError as exc:
+        raise refused_under(pol, exc) from exc
+    block = recorded_policy(res.result_path) if pol else None
     if as_json:
-        print_json({"result": str(res.result_path), **res.summary})
+        print_json({"result": str(res.result_path), **res.summary,
+                    **({"policy": block} if block else {})})
     else:
         render_diverge(res.summary, ref_cfg.spec, cand_cfg.spec, res.result_path, console())
         from provenance.report import sparkline_line
 
         console().print(sparkline_line(~res.arrays["agree"]), markup=False, highlight=False)
+        if block:
+            render_policy(block, console())
+    raise typer.Exit(policy_exit(block))
 
 
 def render_invariance(summary: dict[str, Any], spec: str, path: Path, con) -> None:
@@ -214,6 +234,9 @@ def invariance(
                                                        "control (noop: one that cannot fail)"),
     out: Path = typer.Option(None, help="result directory"),
     workdir: Path = typer.Option(None, help="where worker outputs go"),
+    policy: Path = typer.Option(None, "--policy", help="acceptance policy (TOML [[check]] "
+                                "tables); the exit status is its verdict: PASS 0, FAIL 1, "
+                                "NOT_COMPARABLE 3, NOT_EVALUATED 5"),
     as_json: bool = typer.Option(False, "--json", help="print the summary as JSON"),
     standalone: bool = typer.Option(False, "--standalone",
                                     help="a plain child process: no run record"),
@@ -223,11 +246,12 @@ def invariance(
     concurrent clients; a planted negative control beside them.
 
     Exit 0 only for "invariant"; 1 for "not invariant" or "unproven" (the control did not
-    differ, so the probes proved nothing).
+    differ, so the probes proved nothing). With --policy, the policy's verdict decides.
     """
     from provenance.cli.output import console, print_json
     from runners import api
 
+    pol = read_policy(policy)
     cfg = _config(engine)
     prep = _prepare(model, text, 1 << 20)
     spec = api.InvarianceSpec(fillers, seed, needle_tokens, filler_min, filler_max, placements,
@@ -240,11 +264,16 @@ def invariance(
     out = out or default_out("invariance")
     work = workdir or out.parent / f".{out.name}.work"
     try:
-        res = api.run_invariance(cfg, prep, spec, work, out, launcher=launcher(standalone))
+        res = api.run_invariance(cfg, prep, spec, work, out, launcher=launcher(standalone),
+                                 policy=pol)
     except (api.LaunchError, api.EngineError, api.DisclosureError) as exc:
         raise ProvError(str(exc), 3) from exc
+    block = recorded_policy(res.result_path) if pol else None
     if as_json:
-        print_json({"result": str(res.result_path), "run_id": res.run_id, **res.summary})
+        print_json({"result": str(res.result_path), "run_id": res.run_id, **res.summary,
+                    **({"policy": block} if block else {})})
     else:
         render_invariance(res.summary, cfg.spec, res.result_path, console())
-    raise typer.Exit(0 if res.verdict == "invariant" else 1)
+        if block:
+            render_policy(block, console())
+    raise typer.Exit(policy_exit(block, 0 if res.verdict == "invariant" else 1))

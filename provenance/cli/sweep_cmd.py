@@ -148,6 +148,21 @@ def render_matrix(record: dict[str, Any], con) -> None:
     con.print(t)
 
 
+def render_policy_cells(record: dict[str, Any], con) -> None:
+    """Each judged cell's verdict and the checks that did not pass."""
+    p = record["policy"]
+    con.print(f"policy {p['path']} (sha256 {p['sha256'][:16]}...): {p['verdict']} over "
+              f"{p['cells']} cell(s)", markup=False, highlight=False)
+    for row in record["cells"]:
+        if "policy" not in row:
+            continue
+        bad = [f"{c['statistic']} {c['outcome']}" + (f" ({c['reason']})" if c.get("reason")
+                                                      else "")
+               for c in row["policy"]["checks"] if c["outcome"] != "pass"]
+        con.print(f"  {row['label']}: {row['policy']['verdict']}"
+                  + (f": {'; '.join(bad)}" if bad else ""), markup=False, highlight=False)
+
+
 @app.command()
 def sweep(
     spec: Path = typer.Argument(..., help="Sweep spec (TOML): model, text, axes, reference."),
@@ -162,17 +177,24 @@ def sweep(
                              "machine (local executor), each in a worker process of its "
                              "own; a shared GPU needs the engine's memory share (vLLM: "
                              "gpu_memory_utilization)."),
+    policy: Path = typer.Option(None, "--policy", help="Acceptance policy (TOML [[check]] "
+                                "tables) judged on each cell's row (summary.top1_agreement, "
+                                "invariance.verdict, ...); the exit status is the sweep's "
+                                "verdict: PASS 0, FAIL 1, NOT_COMPARABLE 3, NOT_EVALUATED 5."),
 ) -> None:
     """Run a sweep: every cell recorded, gated against the reference cell, compared.
 
     Exit 0: every cell ran (or was skipped by the spec's [[skip]]) and passed the gate; 3:
     some cell was flagged by the gate (it ran in an environment differing in more than the
-    swept keys); 1: some cell failed, or was not started within --budget.
+    swept keys); 1: some cell failed, or was not started within --budget. With --policy, the
+    policy's verdict over the cells decides.
     """
+    from provenance.cli.gating import policy_exit, read_policy
     from provenance.cli.output import console, print_json
     from provenance.store import open_store
     from runners import api
 
+    pol = read_policy(policy)
     sp = api.load_spec(spec)  # a SpecError is a ProvError (exit 2)
     if not (sp.model / "config.json").is_file():
         raise ProvError(f"{sp.model}: not a model directory (no config.json)", 2)
@@ -199,7 +221,8 @@ def sweep(
     try:
         # Ray's driver prints worker deaths etc. on sys.stdout: keep stdout for the result
         with progress, contextlib.redirect_stdout(sys.stderr):
-            outcome = api.run_sweep(sp, store, executor, progress.event, resume=not fresh)
+            outcome = api.run_sweep(sp, store, executor, progress.event, resume=not fresh,
+                                    policy=pol)
     except (OSError, ValueError) as exc:
         raise ProvError(str(exc)) from None
     finally:
@@ -209,6 +232,10 @@ def sweep(
     else:
         render_matrix(outcome.record, con)
         con.print(f"sweep record {outcome.digest}")
+        if pol is not None:
+            render_policy_cells(outcome.record, con)
+    if pol is not None:
+        raise typer.Exit(policy_exit(outcome.record["policy"]))
     if outcome.failed or outcome.unfinished:
         raise typer.Exit(1)
     if outcome.flagged:

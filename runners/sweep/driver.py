@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from provenance.model.policy import Policy, overall
 from provenance.model.redact import store_key
 from runners.sweep import journal
 from runners.sweep.cell import payload
@@ -84,7 +85,7 @@ def finished_cells(store, cells: list[Cell], local: bool) -> dict[str, dict[str,
 
 
 def run_sweep(spec: SweepSpec, store, executor, on_event: Event,
-              resume: bool = True) -> SweepOutcome:
+              resume: bool = True, policy: Policy | None = None) -> SweepOutcome:
     """Plan, reuse finished cells, run the rest, gate every cell against the reference,
     compare the comparable ones, and store the sweep record."""
     from provenance.store import encode
@@ -116,6 +117,8 @@ def run_sweep(spec: SweepSpec, store, executor, on_event: Event,
     rows = _gate_rows(store, cells, results, vary, prep.ids)
     ref = next(c for c in cells if c.is_reference)
     record = _sweep_record(spec, executor, spec_obj, ref.label, vary, prep, rows, t0)
+    if policy is not None:
+        record["policy"] = judge_cells(rows, policy)
     digest = store.put_bytes(encode(record), "sweep")
     return SweepOutcome(record, digest, rows)
 
@@ -216,6 +219,23 @@ def _sweep_record(spec: SweepSpec, executor, spec_obj: str, reference: str, vary
             "tokens": int(len(prep.ids)), "repeats": spec.repeats,
             "created_at": now_iso(), "seconds": round(time.time() - t0, 3),
             "driver": {"pid": os.getpid(), "host": os.uname().nodename}, "cells": rows}
+
+
+def judge_cells(rows: list[dict[str, Any]], policy: Policy) -> dict[str, Any]:
+    """Each cell but the reference and the spec's [[skip]] cells judged on its row (as
+    `prov sweep --json` prints it): a flagged cell is NOT_COMPARABLE, a failed or unstarted
+    one NOT_EVALUATED (its figures are missing); the sweep's verdict is the worst of them."""
+    verdicts = []
+    for row in rows:
+        if row["reference"] or row["declared"]:
+            continue
+        if (row.get("gate") or {}).get("gate") == "flagged":
+            row["policy"] = policy.not_comparable("the gate flagged this cell")
+        else:
+            row["policy"] = policy.evaluate(row)
+        verdicts.append(row["policy"]["verdict"])
+    return {"path": policy.path, "sha256": policy.sha256, "verdict": overall(verdicts),
+            "cells": len(verdicts)}
 
 
 def _object_of(store, key: str) -> str | None:
