@@ -1,7 +1,7 @@
 """The image lock: an image pinned to immutable digests, with every package and its layer.
 
-TOML (tomlkit), stable order. Written by `prov pin SOURCE`, checked by
-`prov verify --lock FILE [SOURCE]`:
+TOML, stable order, emitted line by line (linear in entries). Written by
+`prov pin SOURCE`, checked by `prov verify --lock FILE [SOURCE]`:
 
     kind = "prov-image-lock"
     format = 1
@@ -27,12 +27,13 @@ synthesizes its own manifest, flagged `manifest_synthesized`).
 
 from __future__ import annotations
 
+import tomllib
 from dataclasses import dataclass
 from typing import Any
 
-import tomlkit
-
 from lockfiles.errors import LockError
+from provenance.model.toml_writer import key as toml_key
+from provenance.model.toml_writer import scalar, string
 
 IMAGE_LOCK_KIND = "prov-image-lock"
 LOCK_VERSION = 3
@@ -109,74 +110,62 @@ def lock_from_facts(
     image = facts.get("image")
     if not isinstance(image, dict):
         raise LockError("not an image manifest: no image section")
-    doc = tomlkit.document()
-    doc.add(tomlkit.comment("prov image lock: written by `prov pin`; check with"))
-    doc.add(tomlkit.comment("`prov verify --lock FILE [SOURCE]`. Do not edit by hand."))
-    # `kind`, not PEP 751's lock-version: prov verify tells the two apart by these keys
-    doc["kind"] = IMAGE_LOCK_KIND
-    doc["format"] = LOCK_VERSION
-    doc["created-by"] = created_by
-    img = tomlkit.table()
-    for key in _IMAGE_KEYS:
-        if key in image:
-            img[key] = image[key]
-    doc["image"] = img
-    layers = tomlkit.aot()
-    for li in _layers(image):
-        t = tomlkit.table()
-        t.update(li)
-        layers.append(t)
-    doc["layers"] = layers
-    pkgs = tomlkit.table()
-    for name, entry in _packages(facts).items():
-        inline = tomlkit.inline_table()
-        inline.update(entry)
-        pkgs[name] = inline
-    doc["packages"] = pkgs
+    out = [_COMMENT, f"kind = {string(IMAGE_LOCK_KIND)}",
+           f"format = {LOCK_VERSION if files is not None else 1}",
+           f"created-by = {string(created_by)}"]
     warnings = facts.get("warnings")
     if isinstance(warnings, list) and warnings:  # hostile layer content prov accepted
-        doc["warnings"] = [str(w) for w in warnings]
+        out.append(f"warnings = {_value([str(w) for w in warnings])}")
+    _table(out, "[image]", {k: image[k] for k in _IMAGE_KEYS if k in image})
+    for li in _layers(image):
+        _table(out, "[[layers]]", li)
+    _table(out, "[packages]", _packages(facts))
     if coverage is not None:
-        cov = tomlkit.table()
-        for key, value in coverage.items():
-            if isinstance(value, dict):
-                inline = tomlkit.inline_table()
-                inline.update(value)
-                value = inline
-            cov[key] = value
-        doc["coverage"] = cov
+        _table(out, "[coverage]", coverage)
     if files is not None:
-        doc["files"] = _files_table(files)
-    else:
-        doc["format"] = 1
-    return tomlkit.dumps(doc)
+        _table(out, "[files]", {key: _file_check(files[key]) for key in sorted(files)})
+    return "\n".join(out) + "\n"
 
 
-def _files_table(files: dict[str, Any]):
-    table = tomlkit.table()
-    for key in sorted(files):
-        check = files[key]
-        inline = tomlkit.inline_table()
-        inline["checked"] = int(check.get("checked", 0))
-        if check.get("skipped"):
-            inline["skipped"] = int(check["skipped"])
-        for kind in _ISSUES:
-            if check.get(kind):
-                arr = tomlkit.array()
-                for issue in check[kind]:
-                    item = tomlkit.inline_table()
-                    item.update({k: v for k, v in issue.items() if v is not None})
-                    arr.append(item)
-                inline[kind] = arr
-        table[key] = inline
-    return table
+# Emitted line by line (linear in entries): tomlkit's document model re-indexes its
+# container on every insertion, which made a 50,000-package lock quadratic (issue #30).
+_COMMENT = ("# prov image lock: written by `prov pin`; check with\n"
+            "# `prov verify --lock FILE [SOURCE]`. Do not edit by hand.")
+
+
+def _value(value: Any) -> str:
+    """A TOML value: dicts as inline tables (insertion order), lists as arrays."""
+    if isinstance(value, dict):
+        inner = ", ".join(f"{toml_key(str(k))} = {_value(v)}" for k, v in value.items()
+                          if v is not None)
+        return "{" + inner + "}" if inner else "{}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_value(v) for v in value) + "]"
+    return scalar(value)
+
+
+def _table(out: list[str], header: str, table: dict[str, Any]) -> None:
+    out.append("")
+    out.append(header)
+    out.extend(f"{toml_key(str(k))} = {_value(v)}" for k, v in table.items())
+
+
+def _file_check(check: dict[str, Any]) -> dict[str, Any]:
+    entry: dict[str, Any] = {"checked": int(check.get("checked", 0))}
+    if check.get("skipped"):
+        entry["skipped"] = int(check["skipped"])
+    for kind in _ISSUES:
+        if check.get(kind):
+            entry[kind] = [{k: v for k, v in issue.items() if v is not None}
+                           for issue in check[kind]]
+    return entry
 
 
 def read_lock(text: str, origin: str = "lock") -> dict[str, Any]:
     """A lock as plain data; LockError when it is not a lock prov can check."""
     try:
-        doc = tomlkit.parse(text).unwrap()
-    except Exception as exc:  # tomlkit raises several parse error types
+        doc = tomllib.loads(text)
+    except (tomllib.TOMLDecodeError, RecursionError) as exc:
         raise LockError(f"{origin}: malformed TOML: {exc}") from None
     if doc.get("kind") != IMAGE_LOCK_KIND:
         raise LockError(f"{origin}: not an image lock (kind {doc.get('kind')!r})")
