@@ -392,7 +392,7 @@ def _user_info_end(authority: str) -> int:
 def _urls(text: str, mark: Mark) -> str:
     """URL user-info (`scheme://USER:PASSWORD@host`, `scheme://TOKEN@host`) hidden, also
     when the password holds `/`, `:` or an unencoded `@` (see _user_info_end)."""
-    if "://" not in text:
+    if "://" not in text or "@" not in text:
         return text
     out, pos = [], 0
     for m in _SCHEME.finditer(text):
