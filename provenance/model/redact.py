@@ -188,6 +188,7 @@ _B64_RUN = re.compile(r"(?<![A-Za-z0-9+/=])[A-Za-z0-9+/]{24,}={0,2}(?![A-Za-z0-9
 _BASE64_WORD = re.compile(r"(?<![A-Za-z0-9+/=])[A-Za-z0-9+/]{12,}={0,2}(?![A-Za-z0-9+/=])")
 _HEX = frozenset("0123456789abcdefABCDEF")
 _BASE32 = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567")
+_SHA256_BASE32_LEN = 52  # 256 bits in base32, unpadded: a digest, not a seed
 
 
 def _class_changes(run: str) -> int:
@@ -199,12 +200,13 @@ def _class_changes(run: str) -> int:
 
 
 def _is_random_run(run: str) -> bool:
-    """The documented high-entropy rule (docs/concepts/secrets.md). Secret:
+    """The documented high-entropy rule (docs/concepts/manifest-and-identity.md, Secrets). Secret:
     - `0x` + at least 64 hex digits (a private key; a bare 40/64-hex run is a digest: kept);
     - letters and digits mixing lower, upper and >= 2 digits: 32+ characters, or 16+ whose
       class changes at >= 40% of positions (random, not CamelCase words);
     - 16+ characters of the base32 alphabet (A-Z, 2-7) with >= 2 digits (TOTP seeds).
-    Kept: pure hex (commit ids, sha256 digests), runs of one case (words, CPU flags)."""
+    Kept: pure hex (commit ids, sha256 digests), runs of one case (words, CPU flags), and a
+    52-character base32 run (a sha256 digest in base32: Triton's cache keys)."""
     if run[:2] in ("0x", "0X") and len(run) >= 66 and set(run[2:]) <= _HEX:
         return True
     if set(run) <= _HEX:
@@ -212,6 +214,8 @@ def _is_random_run(run: str) -> bool:
     digits = sum(c.isdigit() for c in run)
     if any(c.islower() for c in run) and any(c.isupper() for c in run) and digits >= 2:
         return len(run) >= 32 or _class_changes(run) >= 0.4 * len(run)
+    if len(run) == _SHA256_BASE32_LEN:
+        return False
     return set(run) <= _BASE32 and digits >= 2 and len(run) - digits >= 8
 
 

@@ -160,4 +160,7 @@ KNOWN_NOT_SECRET = [
     ("CUDA_CACHE_PATH", "/root/.nv/ComputeCache"),
     ("TORCH_CUDA_ARCH_LIST", "8.0;9.0"),
     ("VLLM_ATTENTION_BACKEND", "FLASH_ATTN"),
+    # Triton names a cache folder by the base32 sha256 of the kernel: a digest, kept
+    ("TRITON_CACHE_DIR",
+     "/root/.triton/cache/FVYRMQVXE2YEIALCPSU7XLBS6XEFGD5RSA6MJWYCEWDRPEQ2JCAQ"),
 ]
