@@ -95,6 +95,10 @@ def build_report(target: str, *, store: str | None = None, model: Path | None = 
         sections.append(render.section(render.disclosure_title(doc["disclosure"]),
                                        render.disclosure_section(doc["disclosure"]),
                                        "disclosure"))
+    if isinstance(doc.get("policy"), dict):
+        cells = doc.get("cells") if ld.kind == "sweep" else None
+        sections.append(render.section(render.policy_title(doc["policy"]),
+                                       render.policy_section(doc["policy"], cells), "policy"))
     sb = summaries.sbom_summary(sbom) if sbom else (
         summaries.sbom_summary(p) if (p := summaries.find_beside(ld.path, "sbom*.json"))
         else None)

@@ -150,6 +150,36 @@ def disclosure_section(card: dict[str, Any]) -> str:
     return note + table(rows, ("item", "disclosed"), "card")
 
 
+POLICY_HEAD = ("statistic", "condition", "observed", "outcome", "reason")
+
+
+def policy_title(block: dict[str, Any]) -> str:
+    return f"Acceptance policy: {block.get('verdict', '-')}"
+
+
+def policy_section(block: dict[str, Any], cells: list[dict[str, Any]] | None = None) -> str:
+    """The policy's file and digest, then each check as recorded (a sweep: each cell's
+    verdict); the verdict is the policy's, separate from the gate's comparability."""
+    where = (f"<p class='hint'>Policy <code>{esc(block.get('path', '-'))}</code> (sha256 "
+             f"<code>{esc(block.get('sha256', '-'))}</code>). The verdict judges the "
+             "statistics against the policy's thresholds; comparability is the gate's.</p>")
+    if cells is not None:
+        rows = [(c.get("label", "-"), c["policy"]["verdict"], "; ".join(
+                    f"{k['statistic']} {k['outcome']}" for k in c["policy"]["checks"]
+                    if k["outcome"] != "pass") or "-")
+                for c in cells if "policy" in c]
+        return where + table(rows, ("cell", "verdict", "checks not passed"), "policy")
+    rows = [(c["statistic"], _condition(c), "-" if c.get("observed") is None else c["observed"],
+             c["outcome"].replace("_", " "), c.get("reason") or c.get("note") or "")
+            for c in block.get("checks", [])]
+    return where + table(rows, POLICY_HEAD, "policy")
+
+
+def _condition(check: dict[str, Any]) -> str:
+    parts = [f"{k} {check[k]!r}" for k in ("min", "max", "equals", "one_of") if k in check]
+    return ", ".join(parts) or "-"
+
+
 def sbom_section(sbom: dict | None, audit: dict | None) -> str:
     parts = []
     if sbom:

@@ -9,7 +9,7 @@ import numpy as np
 
 
 def synthetic_result(path: Path, positions: int = 100_000, vocab: int = 16,
-                     seed: int = 0) -> Path:
+                     seed: int = 0, policy=None) -> Path:
     from runners import api
 
     rng = np.random.default_rng(seed)
@@ -42,4 +42,4 @@ def synthetic_result(path: Path, positions: int = 100_000, vocab: int = 16,
             "positions": {"n_tokens": positions + 1, "scored": positions},
             "comparison": {"gate": "not run (synthetic)"}, "summary": summary,
             "runs": {"reference": None, "candidate": None}}
-    return api.write_result(path, "diverge", meta, arrays, card)
+    return api.write_result(path, "diverge", meta, arrays, card, policy)
