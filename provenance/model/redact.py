@@ -137,32 +137,44 @@ class KnownSecrets:
             return [self.hide_in_tree(v, key) for v in doc]
         return self.hide_in(doc, key) if isinstance(doc, str) else doc
 
-    def scrub(self, text: str, mark: Mark) -> str:
-        """`text` with every known value replaced by its mark; overlapping occurrences are
-        hidden together. One `str.find` scan per value (a regex alternation of the values
-        costs a test of every value at every position: 10x slower on prose)."""
-        if not self._values or not text:
-            return text
+    def occurs_in(self, text: str) -> bool:
+        return any(v in text for v in self._values)
+
+    def longest(self) -> int:
+        """The length in UTF-8 bytes of the longest known value (0: none)."""
+        return max((len(v.encode("utf-8", "surrogateescape")) for v in self._values), default=0)
+
+    def spans(self, text: str | bytes) -> list[tuple[int, int]]:
+        """Where the known values occur in `text` (str, or bytes as UTF-8), overlapping and
+        nested occurrences merged into one span. One `str.find` scan per value (a regex
+        alternation of the values tests every value at every position: 10x slower)."""
         if self._longest_first is None:
             self._longest_first = sorted(self._values, key=len, reverse=True)
-        spans = []
+        found = []
         for v in self._longest_first:
-            i = text.find(v)
+            needle = v if isinstance(text, str) else v.encode("utf-8", "surrogateescape")
+            i = text.find(needle)
             while i >= 0:
-                spans.append((i, i + len(v)))
-                i = text.find(v, i + len(v))
-        if not spans:
+                found.append((i, i + len(needle)))
+                i = text.find(needle, i + len(needle))
+        found.sort()
+        merged: list[tuple[int, int]] = []
+        for start, end in found:
+            if merged and start < merged[-1][1]:
+                merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+            else:
+                merged.append((start, end))
+        return merged
+
+    def scrub(self, text: str, mark: Mark) -> str:
+        """`text` with every known value replaced by its mark (see spans)."""
+        if not self._values or not text:
             return text
-        spans.sort()
-        out, pos, start, end = [], 0, *spans[0]
-        for s, e in spans[1:]:
-            if s < end:  # overlapping or nested: one hidden span
-                end = max(end, e)
-                continue
+        out, pos = [], 0
+        for start, end in self.spans(text):
             out += [text[pos:start], mark(text[start:end])]
-            pos, start, end = end, s, e
-        out += [text[pos:start], mark(text[start:end]), text[end:]]
-        return "".join(out)
+            pos = end
+        return "".join(out) + text[pos:] if out else text
 
 
 def secrets_of_run(env: Mapping[str, str], argv: Sequence[str],
@@ -185,6 +197,8 @@ def secrets_of_run(env: Mapping[str, str], argv: Sequence[str],
 def store_key(store_dir: str | Path) -> bytes:
     """The store's redaction key (32 random bytes), created mode 0600 on first use."""
     path = Path(store_dir) / KEY_FILE
+    if not path.parent.is_dir():  # a new store: exec redacts before the store's first write
+        path.parent.mkdir(parents=True, exist_ok=True)
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:
