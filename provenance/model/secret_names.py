@@ -37,10 +37,12 @@ _SECRET_WORDS = frozenset({
 # Inside a word (PGPASSWORD, HFTOKEN, APIKEY): these mark a secret wherever they appear.
 # TOKEN is waived before IZ/IS/S (TOKENIZER, TOKENIS..., MAX_TOKENS) and before words that
 # count or list tokens (token_ids, token_count) rather than hold one.
+SECRET_INFIXES = ("PASSW", "PASSPHRASE", "SECRET", "APIKEY", "ACCESSKEY", "PRIVATEKEY",
+                  "SECRETKEY", "CREDENTIAL", "LICENSEKEY", "AUTHTOKEN", "SESSIONTOKEN",
+                  "MNEMONIC", "TOKEN")
 _SECRET_INFIX = re.compile(
-    r"PASSW|PASSPHRASE|SECRET|APIKEY|ACCESSKEY|PRIVATEKEY|SECRETKEY|CREDENTIAL|LICENSEKEY"
-    r"|AUTHTOKEN|SESSIONTOKEN|MNEMONIC"
-    r"|TOKEN(?!IZ|IS|S(?:$|_))(?!_?(?:IDS?|COUNT|LEN|LENGTH|BUDGET|LIMIT|TYPE|TYPES)(?:$|_))"
+    "|".join(SECRET_INFIXES[:-1])
+    + r"|TOKEN(?!IZ|IS|S(?:$|_))(?!_?(?:IDS?|COUNT|LEN|LENGTH|BUDGET|LIMIT|TYPE|TYPES)(?:$|_))"
 )
 _COUNTED_TOKENS = re.compile(r"(?:^|_)TOKENS?_(?:IDS?|COUNT|LEN|LENGTH|BUDGET|LIMIT|TYPES?)(?=_|$)")
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")

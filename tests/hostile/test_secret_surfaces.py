@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import run_prov
+from tests.helpers import assert_one_line_error, run_prov
 from tests.hostile import fresh_secrets as fresh
 from tests.hostile import secrets_catalog as cat
 
@@ -280,3 +280,22 @@ def test_a_key_block_in_the_diff_is_hidden_whole(published):
     stored = b"".join(Path(p).read_bytes() for p in _files(tmp / "store"))
     body = [line for line in DIFF_KEY.splitlines() if not line.startswith("-----")]
     assert len(body) == 6 and not [line for line in body if line.encode() in stored]
+
+
+def test_a_result_holding_a_secret_of_the_environment_is_not_published(tmp_path):
+    """A result is signed as written, so prov cannot redact it: a result holding a value
+    prov hides from the publishing environment (here by its name) is refused, in one line
+    that does not repeat the value; without it in the environment it is published."""
+    from provenance.model import Manifest
+
+    manifest = tmp_path / "m.json"
+    manifest.write_text(Manifest({"python": {"version": "3.11.2", "packages": {}}}).to_json())
+    secret = cat.word(12)
+    result = tmp_path / "result.json"
+    result.write_text(json.dumps({"metric": "x", "value": 1, "note": secret}))
+    args = ["publish", str(result), "--manifest", str(manifest), "--out", str(tmp_path / "b")]
+    env = {"PROV_STORE": str(tmp_path / "store")}
+    err = assert_one_line_error(run_prov(*args, env={**env, "APP_DB_PASSWORD": secret}))
+    assert "refusing to publish result.json" in err and secret not in err
+    assert not (tmp_path / "b").exists()
+    assert run_prov(*args, env=env).returncode == 0
