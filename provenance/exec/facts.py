@@ -77,7 +77,7 @@ def run_facts(run_dir: Path, snapshot_text: str, argv: list[str], workdir: Path,
 
     facts = read_run_facts(run_dir, snapshot_sections(snapshot_text), warnings, key, known)
     env_digests = command_env_digests(run_dir / "probe", key)  # before collect consumes it
-    seen = probe.collect(run_dir, argv, list(outputs), workdir, consume=consume)
+    seen = probe.collect(run_dir, argv, list(outputs), workdir, consume=consume, key=key)
     probe.merge_into(facts, redact_tree(seen, key, known=known), warnings)
     if env_digests and isinstance(facts.get("probe"), dict):
         facts["probe"]["command_env"] = env_digests
