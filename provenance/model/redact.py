@@ -41,7 +41,7 @@ from provenance.model.secret_names import (  # noqa: F401  (the public names of 
 
 KEY_FILE = "redact.key"  # in the store directory, mode 0600, created on first use
 _DIGEST_HEX = 16  # 64 bits: enough to tell values apart, keyed so it reveals nothing
-Mark = Callable[[str], str]
+Mark = Callable[..., str]  # mark(secret, named=False)
 
 
 def looks_like_secret(value: str) -> bool:
@@ -64,11 +64,11 @@ def keyed_digest(secret: str, key: bytes) -> str:
 
 def _marker(key: bytes | None, known: KnownSecrets | None = None,
             by_name: bool = False) -> Mark:
-    def mark(secret: str) -> str:
+    def mark(secret: str, named: bool = False) -> str:
         if is_redacted(secret):  # redacting twice is redacting once
             return secret
         if known is not None:
-            known.add(secret, by_name=by_name)
+            known.add(secret, by_name=by_name or named)
         return keyed_digest(secret, key) if key else REDACTED
     return mark
 
@@ -79,9 +79,10 @@ def is_redacted(value: object) -> bool:
 
 # ---- secrets known by value ---------------------------------------------------------------
 MIN_KNOWN_LENGTH = 6  # shorter values ("1", "true", "admin") would wipe ordinary output
-MIN_NAMED_WORD = 8  # a value hidden only by its name and made of one class of characters
+MIN_NAMED_WORD = 12  # a value hidden only by a name or an option, if an ordinary word
 _NOT_WORTH = frozenset({"true", "false", "none", "null", "yes", "no", "redacted"})
-_ONE_CLASS = re.compile(r"[a-z]+|[A-Z]+|[0-9]+")
+# An ordinary word: `ubuntu`, `Production`, `pre-production`, `my_profile`, `8080`.
+_ORDINARY_WORD = re.compile(r"[A-Za-z][a-z]*(?:[-_.][A-Za-z][a-z]*)*|[A-Z]+|[0-9]+")
 
 
 class KnownSecrets:
@@ -90,10 +91,11 @@ class KnownSecrets:
     appear again (the stored logs, the git diff, facts.json, run-dir files, the record).
 
     Kept: values of at least MIN_KNOWN_LENGTH characters that are not a plain number
-    (under 8 digits) or a boolean-like word. A value hidden only because of its name
-    (`XDG_SESSION_DESKTOP=ubuntu`: SESSION is a secret word) is kept only when it could not
-    be an ordinary word: MIN_NAMED_WORD characters, or two classes of characters
-    (`hunter2`), so `ubuntu` is not removed from every log. The password of a
+    (under 8 digits) or a boolean-like word. A value hidden because a name or an option
+    announced it, not by its shape (`XDG_SESSION_DESKTOP=ubuntu`: SESSION is a secret word;
+    `./deploy.sh -p production`), is kept only when it is not an ordinary word
+    (_ORDINARY_WORD: `hunter2` is not) or has MIN_NAMED_WORD characters, so `ubuntu` and
+    `production` are not removed from every log and fact. The password of a
     `user:password` value is kept on its own too; a multi-line value line by line (a log is
     redacted in lines). The values live in memory only, never stored."""
 
@@ -108,13 +110,15 @@ class KnownSecrets:
         return value in self._values
 
     def add(self, value: str, by_name: bool = False) -> None:
-        lines = {value.strip(), *(line.strip() for line in value.splitlines())}
+        """Keep `value` (and its lines) if worth it; `by_name`: it was hidden because a name
+        or an option announced it, not because of its shape."""
+        lines = {v: by_name for v in (value.strip(), *(x.strip() for x in value.splitlines()))}
         for v in list(lines):
             user, sep, password = v.partition(":")
             if sep and user and password and not any(c.isspace() for c in v):
-                lines.add(password)
-        for v in lines:
-            if self._worth(v, by_name) and v not in self._values:
+                lines.setdefault(password, True)  # a password alone: any word
+        for v, named in lines.items():
+            if self._worth(v, named) and v not in self._values:
                 self._values.add(v)
                 self._longest_first = None
 
@@ -123,7 +127,7 @@ class KnownSecrets:
         if (len(v) < MIN_KNOWN_LENGTH or v.lower() in _NOT_WORTH or is_redacted(v)
                 or (v.isdigit() and len(v) < 8)):
             return False
-        return not (by_name and len(v) < MIN_NAMED_WORD and _ONE_CLASS.fullmatch(v))
+        return not (by_name and len(v) < MIN_NAMED_WORD and _ORDINARY_WORD.fullmatch(v))
 
     def hide_in(self, text: str, key: bytes | None = None) -> str:
         """`text` with every known value hidden (and nothing else)."""

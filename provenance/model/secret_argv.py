@@ -168,7 +168,7 @@ def _word(arg: str, st: ArgvState, mark: Mark, known: Known | None, depth: int) 
         return flag
     if st.tool in _SAMBA and arg.startswith(("--user=", "-U")) and "%" in arg:
         user, _, password = arg.partition("%")
-        return f"{user}%{mark(password)}" if password else arg
+        return f"{user}%{mark(password, True)}" if password else arg
     if st.tool == "htpasswd" and re.fullmatch(r"-[a-zA-Z]*b[a-zA-Z]*", arg):
         st.htpasswd_batch = 2 if "n" in arg else 3
         return arg
@@ -213,18 +213,18 @@ def _secret_flag(arg: str, st: ArgvState, mark: Mark) -> str | None:
             value = arg[2:]
             if tool not in _KNOWN and (len(value) < 6 or _BENIGN_VALUE.fullmatch(value)):
                 return None  # `-pv`, `-p8080`: flags or a port of an unknown program
-            return flag + mark(value)
+            return flag + mark(value, True)
     return None
 
 
 def _positional(arg: str, st: ArgvState, mark: Mark, known: Known | None) -> str:
     st.positionals += 1
     if st.tool == "htpasswd" and st.positionals == st.htpasswd_batch:
-        return mark(arg)
+        return mark(arg, True)
     if st.tool in _ORACLE and st.positionals == 1 and "/" in arg:
         user, _, rest = arg.partition("/")
         password, at, db = rest.partition("@")
-        return f"{user}/{mark(password)}{at}{db}" if password else arg
+        return f"{user}/{mark(password, True)}{at}{db}" if password else arg
     if arg in ("login", "auth"):
         if st.tool in _LOGIN_SECRET_FLAGS:
             st.login = True
@@ -241,20 +241,20 @@ def _pending_word(arg: str, pending: str, st: ArgvState, mark: Mark,
                   known: Known | None, depth: int) -> str | None:
     """The word after a flag or subcommand that announced it; None: an ordinary word."""
     if pending == "secret":
-        return mark(arg)
+        return mark(arg, True)
     if pending == "generic":
         if _BENIGN_VALUE.fullmatch(arg):
             return None
         if _ENV_ASSIGNMENT.match(arg):
             return _arg(arg, mark, known)
-        return mark(arg)
+        return mark(arg, True)
     if pending == "user-pass":
         if arg.startswith("-") or "://" in arg:  # not a user:password after all
             return None
         return _user_pass(_arg(arg, mark, known), mark)
     if pending == "samba-user":
         user, pct, password = arg.partition("%")
-        return f"{user}%{mark(password)}" if pct and password else _user_pass(arg, mark)
+        return f"{user}%{mark(password, True)}" if pct and password else _user_pass(arg, mark)
     if pending == "script":
         st.enter("")  # what follows the script are its $0, $1, ...
         return shell_script(arg, mark, known, depth)
@@ -271,7 +271,7 @@ def _pending_word(arg: str, pending: str, st: ArgvState, mark: Mark,
         if "=" in arg:  # `vault login -method=userpass username=me password=...`
             return None
         if len(arg) >= 8 and not _HOST.fullmatch(arg) and "/" not in arg:
-            return mark(arg)
+            return mark(arg, True)
         return None
     if pending == "set" and is_secret_name(arg):  # `aws configure set aws_secret_access_key V`
         st.pending = "secret"
@@ -287,13 +287,13 @@ def _arg(arg: str, mark: Mark, known: Known | None) -> str:
         if flag in _USER_PASS_FLAGS or flag == "--http-password":
             return f"{flag}={_user_pass(value, mark)}"
         if is_secret_name(flag) and value:
-            return f"{flag}={mark(value)}"
+            return f"{flag}={mark(value, True)}"
         return f"{flag}={_arg(value, mark, known)}"
     m = _ENV_ASSIGNMENT.match(arg)
     if m and m.group("value"):  # (`NAME=` alone may be base64 padding: scanned as text)
         name, value = m.group("name"), m.group("value")
         if is_secret_pair(name, value):
-            return f"{name}={mark(value)}"
+            return f"{name}={mark(value, True)}"
         return f"{name}={scan(value, mark, known)}"
     if arg[:1] in "{[" and len(arg) <= _JSON_LIMIT:
         redacted_json = _json_text(arg, mark, known)
@@ -306,7 +306,7 @@ def _arg(arg: str, mark: Mark, known: Known | None) -> str:
 
 def _user_pass(value: str, mark: Mark) -> str:
     user, sep, password = value.partition(":")
-    return f"{user}:{mark(password)}" if sep and password else value
+    return f"{user}:{mark(password, True)}" if sep and password else value
 
 
 def _json_text(text: str, mark: Mark, known: Known | None) -> str | None:
@@ -355,13 +355,13 @@ def _piped_passwords(words: list[str], mark: Mark) -> list[str]:
             continue
         for i in range(lo, hi - 1):  # a here-string
             if words[i] == "<<<":
-                out[i + 1] = mark(words[i + 1])
+                out[i + 1] = mark(words[i + 1], True)
         if n and commands[n - 1][2] == "|":
             plo, phi, _ = commands[n - 1]
             if plo < phi and words[plo].rsplit("/", 1)[-1] in ("echo", "printf", "cat"):
                 for i in range(plo + 1, phi):
                     if not words[i].startswith("-") and "%" not in words[i]:
-                        out[i] = mark(words[i])
+                        out[i] = mark(words[i], True)
     return out
 
 

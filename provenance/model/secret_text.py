@@ -34,7 +34,7 @@ from urllib.parse import unquote
 
 from provenance.model.secret_names import NAME_STEMS, is_secret_name, is_secret_pair
 
-Mark = Callable[[str], str]
+Mark = Callable[..., str]  # mark(secret, named=False): its mark; `named`: found by a name
 
 
 class Known(Protocol):  # redact.KnownSecrets
@@ -56,14 +56,15 @@ class _Shape:
     before: Callable[[str, int], bool] | None = None  # (text, match start) -> acceptable
     trigger: Callable[[str], bool] | None = None
     check: Callable[[str], bool] | None = None
+    named: bool = False  # the secret is any word a name announces (`password X`), no shape
 
 
 def _shape(pattern: str, before: str | Callable[[str, int], bool] | None = None,
            trigger: Callable[[str], bool] | None = None,
-           check: Callable[[str], bool] | None = None) -> _Shape:
+           check: Callable[[str], bool] | None = None, named: bool = False) -> _Shape:
     if isinstance(before, str):
         before = _not_after(before)
-    return _Shape(re.compile(pattern), before, trigger, check)
+    return _Shape(re.compile(pattern), before, trigger, check, named)
 
 
 def _not_after(chars: str) -> Callable[[str, int], bool]:
@@ -136,11 +137,12 @@ _SHAPES = [
            r"(?P<s>[0-9a-f]{40})\b", trigger=_has_lower("wandb")),
     # .netrc: `machine HOST login USER password SECRET`; prose: `the password is SECRET`
     _shape(r"[Pp](?i:ass(?:word|wd|phrase)(?:\s{1,8}is)?\s{1,8})(?P<s>[^\s\"']{1,4096})",
-           before=_WORD, trigger=_has_lower("pass")),
+           before=_WORD, trigger=_has_lower("pass"), named=True),
     # ODBC / ADO / JDBC / Azure connection strings: `...;Pwd=SECRET;`, `AccountKey=...`
     _shape(r"(?:[Pp](?i:wd|assword)|[Aa](?i:ccountkey)|[Ss](?i:haredaccess(?:key|signature)))"
            r"\s{0,8}=\s{0,8}(?P<s>\{[^}]{0,1024}\}|[^;\s]{1,4096})",
-           before=_after_semicolon, trigger=_has_lower("pwd", "pass", "accesskey", "accesssig")),
+           before=_after_semicolon, trigger=_has_lower("pwd", "pass", "accesskey", "accesssig"),
+           named=True),
     # HTTP auth and cookie headers take their whole value
     _shape(r"(?:[Pp](?i:roxy-authorization)|[Aa](?i:uthorization))\s{0,8}[:=]\s{0,8}"
            r"(?P<s>[^\r\n\"']{1,4096})", before=_WORD, trigger=_has_lower("authorization")),
@@ -340,7 +342,7 @@ def _holds_secret(doc: Any, name: str = "") -> bool:
     if isinstance(doc, list):
         return any(_holds_secret(v, name) for v in doc)
     if isinstance(doc, str) and doc:
-        return is_secret_pair(name, doc) or scan(doc, lambda s: "\0") != doc
+        return is_secret_pair(name, doc) or scan(doc, lambda s, named=False: "\0") != doc
     return False
 
 
@@ -358,8 +360,8 @@ def _apply(shape: _Shape, text: str, mark: Mark) -> str:
             return whole
         if "s" in shape.pattern.groupindex and m.group("s") is not None:
             start, end = (i - m.start() for i in m.span("s"))
-            return whole[:start] + mark(m.group("s")) + whole[end:]
-        return mark(whole)
+            return whole[:start] + mark(m.group("s"), shape.named) + whole[end:]
+        return mark(whole, shape.named)
     return shape.pattern.sub(one, text)
 
 
@@ -454,7 +456,7 @@ def _user_password(rule: _UserPassword, text: str, mark: Mark) -> str:
                 or (start > 0 and (text[start - 1].isalnum() or text[start - 1] == "_"
                                    or text[start - 1] in rule.not_before))):
             return m.group(0)
-        return m.group(0)[:1] + mark(m.group("s")) + "@"
+        return m.group(0)[:1] + mark(m.group("s"), True) + "@"
     return rule.pattern.sub(one, text)
 
 
@@ -496,7 +498,7 @@ def _assignments(text: str, mark: Mark) -> str:
         if not bare or bare.startswith("<redacted") or not is_secret_pair(name.group(0), bare):
             continue
         quote = raw[0] if bare != raw else ""
-        out += [text[pos:value.start()], quote, mark(bare), quote]
+        out += [text[pos:value.start()], quote, mark(bare, True), quote]
         pos = done = value.end()
     out.append(text[pos:])
     return "".join(out)
@@ -569,7 +571,7 @@ def tree(doc: Any, mark: Mark, known: Known | None, name: str = "") -> Any:
         return [tree(v, mark, known, name) for v in doc]
     if isinstance(doc, str):
         if name and doc and is_secret_pair(name, doc):
-            return mark(doc)
+            return mark(doc, True)
         return scan(doc, mark, known)
     return doc
 
@@ -581,4 +583,4 @@ def hide_all(doc: Any, mark: Mark) -> Any:
         return [hide_all(v, mark) for v in doc]
     if doc is None or isinstance(doc, bool) or doc == "":
         return doc
-    return mark(str(doc))
+    return mark(str(doc), True)

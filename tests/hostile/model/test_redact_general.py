@@ -72,13 +72,18 @@ def test_a_value_hidden_in_the_environment_is_hidden_wherever_it_recurs():
 
 
 def test_a_name_alone_does_not_make_an_ordinary_word_a_known_value():
-    """XDG_SESSION_DESKTOP=ubuntu is hidden (SESSION is a secret word), but `ubuntu` is not
-    removed from every log; a value with two classes of characters or 8+ is."""
+    """XDG_SESSION_DESKTOP=ubuntu is hidden (SESSION is a secret word) and so is
+    `./deploy.sh -p production`, but `ubuntu` and `production` are not then removed from
+    every log; a value that is not an ordinary word, or has 12+ characters, is."""
     known = secrets_of_run({"XDG_SESSION_DESKTOP": "ubuntu", "APP_PASSWORD": "hunter2",
-                            "SESSION_NAME": "longerword"}, [])
-    assert redact_text("ubuntu 22.04", known=known) == "ubuntu 22.04"
-    assert redact_text("pw hunter2 and longerword", known=known) == (
+                            "SESSION_NAME": "correcthorsebattery"},
+                           ["./deploy.sh", "-p", "production", "-a", "Staging-Eu"])
+    assert redact_text("ubuntu 22.04 production Staging-Eu", known=known) == (
+        "ubuntu 22.04 production Staging-Eu")
+    assert redact_text("pw hunter2 and correcthorsebattery", known=known) == (
         "pw <redacted> and <redacted>")
+    shaped = secrets_of_run({"VLLM_NOTE": "hf_" + fresh.rand(34)}, [])
+    assert len(shaped) == 1  # found by its shape: kept whatever it looks like
 
 
 def test_known_values_overlapping_are_hidden_together_and_bytes_too():
