@@ -121,7 +121,8 @@ def _marked(data: bytes, spans: list[tuple[int, int]], key: bytes,
         if end > len(data):
             break
         out += [data[pos:start], known.hide_in(
-            data[start:end].decode("utf-8", "surrogateescape"), key).encode()]
+            data[start:end].decode("utf-8", "surrogateescape"), key).encode(
+                "utf-8", "surrogateescape")]
         pos = end
     return b"".join(out) + data[pos:]
 

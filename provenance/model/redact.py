@@ -146,7 +146,7 @@ class KnownSecrets:
 
     def longest(self) -> int:
         """The length in UTF-8 bytes of the longest known value (0: none)."""
-        return max((len(v.encode("utf-8", "surrogateescape")) for v in self._values), default=0)
+        return max((len(_utf8(v)) for v in self._values), default=0)
 
     def spans(self, text: str | bytes) -> list[tuple[int, int]]:
         """Where the known values occur in `text` (str, or bytes as UTF-8), overlapping and
@@ -156,7 +156,7 @@ class KnownSecrets:
             self._longest_first = sorted(self._values, key=len, reverse=True)
         found = []
         for v in self._longest_first:
-            needle = v if isinstance(text, str) else v.encode("utf-8", "surrogateescape")
+            needle = v if isinstance(text, str) else _utf8(v)
             i = text.find(needle)
             while i >= 0:
                 found.append((i, i + len(needle)))
@@ -179,6 +179,15 @@ class KnownSecrets:
             out += [text[pos:start], mark(text[start:end])]
             pos = end
         return "".join(out) + text[pos:] if out else text
+
+
+def _utf8(value: str) -> bytes:
+    """A value's bytes: an environment's undecodable bytes (surrogateescape) as they were;
+    any other lone surrogate (from JSON) as its code point's UTF-8 form."""
+    try:
+        return value.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return value.encode("utf-8", "surrogatepass")
 
 
 def secrets_of_run(env: Mapping[str, str], argv: Sequence[str],
