@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import json
 import re
 import string
@@ -57,14 +58,16 @@ class _Shape:
     trigger: Callable[[str], bool] | None = None
     check: Callable[[str], bool] | None = None
     named: bool = False  # the secret is any word a name announces (`password X`), no shape
+    needles: tuple[str, ...] = ()  # literals one of which the match holds (_NEEDLES)
 
 
 def _shape(pattern: str, before: str | Callable[[str, int], bool] | None = None,
            trigger: Callable[[str], bool] | None = None,
-           check: Callable[[str], bool] | None = None, named: bool = False) -> _Shape:
+           check: Callable[[str], bool] | None = None, named: bool = False,
+           needles: tuple[str, ...] = ()) -> _Shape:
     if isinstance(before, str):
         before = _not_after(before)
-    return _Shape(re.compile(pattern), before, trigger, check, named)
+    return _Shape(re.compile(pattern), before, trigger, check, named, needles)
 
 
 def _not_after(chars: str) -> Callable[[str, int], bool]:
@@ -86,7 +89,12 @@ def _has(*needles: str) -> Callable[[str], bool]:
 
 
 def _has_lower(*needles: str) -> Callable[[str], bool]:
-    return lambda text: any(n in text.lower() for n in needles)
+    return lambda text: any(n in _lower(text) for n in needles)
+
+
+@functools.lru_cache(maxsize=4)
+def _lower(text: str) -> str:  # several triggers test one text (a str caches its hash)
+    return text.lower()
 
 
 def _finds(pattern: str) -> Callable[[str], bool]:
@@ -96,42 +104,53 @@ def _finds(pattern: str) -> Callable[[str], bool]:
 
 _WORD = r"[A-Za-z0-9_]"
 _SHAPES = [
-    _shape(r"hf_[A-Za-z0-9]{20,}"),  # Hugging Face
-    _shape(r"sk-(?:proj-|ant-|svcacct-)?[A-Za-z0-9_\-]{16,}"),  # OpenAI / Anthropic
-    _shape(r"[srp]k_(?:live|test)_[A-Za-z0-9]{10,}"),  # Stripe
-    _shape(r"whsec_[A-Za-z0-9]{20,}"),  # Stripe webhook secret
-    _shape(r"gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}"),  # GitHub
-    _shape(r"glpat-[A-Za-z0-9_\-]{16,}|gl(?:dt|rt|ptt|cbt|oas)-[A-Za-z0-9_\-]{16,}"),  # GitLab
-    _shape(r"(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA)[0-9A-Z]{16}"),  # AWS key ids
-    _shape(r"(?:FwoGZXIvYXdz|IQoJb3JpZ2lu)[A-Za-z0-9+/]{40,}={0,2}"),  # AWS STS session tokens
-    _shape(r"xox[abprse]-[A-Za-z0-9\-]{10,}|xapp-[A-Za-z0-9\-]{10,}"),  # Slack tokens
-    _shape(r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9/_\-]+"),
-    _shape(r"https://(?:[a-z]+\.)?discord(?:app)?\.com/api/webhooks/[0-9]+/[A-Za-z0-9_\-]+"),
+    _shape(r"hf_[A-Za-z0-9]{20,}", needles=("hf_",)),  # Hugging Face
+    _shape(r"sk-(?:proj-|ant-|svcacct-)?[A-Za-z0-9_\-]{16,}",  # OpenAI / Anthropic
+           needles=("sk-",)),
+    _shape(r"[srp]k_(?:live|test)_[A-Za-z0-9]{10,}", needles=("k_live_", "k_test_")),  # Stripe
+    _shape(r"whsec_[A-Za-z0-9]{20,}", needles=("whsec_",)),  # Stripe webhook secret
+    _shape(r"gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}",  # GitHub
+           needles=("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_")),
+    _shape(r"glpat-[A-Za-z0-9_\-]{16,}|gl(?:dt|rt|ptt|cbt|oas)-[A-Za-z0-9_\-]{16,}",  # GitLab
+           needles=("glpat-", "gldt-", "glrt-", "glptt-", "glcbt-", "gloas-")),
+    _shape(r"(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA)[0-9A-Z]{16}",  # AWS key ids
+           needles=("AKIA", "ASIA", "AGPA", "AIDA", "AROA", "ANPA")),
+    _shape(r"(?:FwoGZXIvYXdz|IQoJb3JpZ2lu)[A-Za-z0-9+/]{40,}={0,2}",  # AWS STS session tokens
+           needles=("FwoGZXIvYXdz", "IQoJb3JpZ2lu")),
+    _shape(r"xox[abprse]-[A-Za-z0-9\-]{10,}|xapp-[A-Za-z0-9\-]{10,}",  # Slack tokens
+           needles=("xox", "xapp-")),
+    _shape(r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9/_\-]+",
+           needles=("hooks.slack.com",)),
+    _shape(r"https://(?:[a-z]+\.)?discord(?:app)?\.com/api/webhooks/[0-9]+/[A-Za-z0-9_\-]+",
+           needles=("discord",)),
     # Discord bot tokens: base64 user id, 6-character timestamp, HMAC
     _shape(r"[MNO][A-Za-z0-9_\-]{23,27}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,40}"
            r"(?![A-Za-z0-9_\-])", before=r"[A-Za-z0-9_\-.]",
            trigger=_finds(r"\.[A-Za-z0-9_\-]{6}\.")),
-    _shape(r"AIza[0-9A-Za-z_\-]{30,}"),  # Google API key
-    _shape(r"ya29\.[0-9A-Za-z_\-\.]{16,}"),  # Google OAuth access token
-    _shape(r"npm_[A-Za-z0-9]{30,}"),  # npm
-    _shape(r"pypi-[A-Za-z0-9_\-]{40,}"),  # PyPI upload token
-    _shape(r"dapi[0-9a-f]{32}(?:-\d)?"),  # Databricks
-    _shape(r"shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}"),  # Shopify
-    _shape(r"do[opr]_v1_[a-f0-9]{64}"),  # DigitalOcean
-    _shape(r"PMAK-[0-9a-f]{24}-[0-9a-f]{34}"),  # Postman
+    _shape(r"AIza[0-9A-Za-z_\-]{30,}", needles=("AIza",)),  # Google API key
+    _shape(r"ya29\.[0-9A-Za-z_\-\.]{16,}", needles=("ya29.",)),  # Google OAuth access token
+    _shape(r"npm_[A-Za-z0-9]{30,}", needles=("npm_",)),  # npm
+    _shape(r"pypi-[A-Za-z0-9_\-]{40,}", needles=("pypi-",)),  # PyPI upload token
+    _shape(r"dapi[0-9a-f]{32}(?:-\d)?", needles=("dapi",)),  # Databricks
+    _shape(r"shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}",  # Shopify
+           needles=("shpat_", "shpss_", "shpca_", "shppa_")),
+    _shape(r"do[opr]_v1_[a-f0-9]{64}", needles=("_v1_",)),  # DigitalOcean
+    _shape(r"PMAK-[0-9a-f]{24}-[0-9a-f]{34}", needles=("PMAK-",)),  # Postman
     _shape(r"[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_\-=]{60,}", before=r"[A-Za-z0-9]",
            trigger=_has(".atlasv1.")),  # Terraform Cloud
-    _shape(r"AGE-SECRET-KEY-1[0-9A-Z]{58}"),  # age
-    _shape(r"key-[0-9a-f]{32}"),  # Mailgun (old)
+    _shape(r"AGE-SECRET-KEY-1[0-9A-Z]{58}", needles=("AGE-SECRET-KEY-1",)),  # age
+    _shape(r"key-[0-9a-f]{32}", needles=("key-",)),  # Mailgun (old)
     _shape(r"[0-9a-f]{32}-[0-9a-f]{8}-[0-9a-f]{8}(?![0-9a-f\-])", before=r"[0-9a-f\-]",
            trigger=_finds(r"-[0-9a-f]{8}-[0-9a-f]{8}")),  # Mailgun
-    _shape(r"SG\.[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,}"),  # SendGrid
-    _shape(r"glc_[A-Za-z0-9+/=]{32,}"),  # Grafana cloud
-    _shape(r"(?:r8|wandb)_[A-Za-z0-9]{30,}"),  # Replicate, W&B v2 keys
-    _shape(r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"),  # JWT
+    _shape(r"SG\.[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,}", needles=("SG.",)),  # SendGrid
+    _shape(r"glc_[A-Za-z0-9+/=]{32,}", needles=("glc_",)),  # Grafana cloud
+    _shape(r"(?:r8|wandb)_[A-Za-z0-9]{30,}", needles=("r8_", "wandb_")),  # Replicate, W&B v2 keys
+    _shape(r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}",  # JWT
+           needles=("eyJ",)),
     _shape(r"(?:Bearer|Basic|Digest|Negotiate)\s{1,16}(?P<s>[A-Za-z0-9_\-\.=+/~]{8,})",
-           before=_WORD),
-    _shape(r"[Tt]oken\s{1,16}(?P<s>[A-Za-z0-9_\-\.=+/~]{16,})", before=_WORD),
+           before=_WORD, needles=("Bearer", "Basic", "Digest", "Negotiate")),
+    _shape(r"[Tt]oken\s{1,16}(?P<s>[A-Za-z0-9_\-\.=+/~]{16,})", before=_WORD,
+           needles=("Token", "token")),
     # W&B API keys are 40 hex (a git commit's shape), so only near a WANDB name.
     _shape(r"[Ww](?i:andb)[A-Za-z0-9_.\-]{0,64}[\"']?\s{0,8}(?:[=:]|\s)\s{0,8}[\"']?"
            r"(?P<s>[0-9a-f]{40})\b", trigger=_has_lower("wandb")),
@@ -164,10 +183,17 @@ _SHAPES = [
                                                   and _class_changes(t[2:]) >= 0.4 * (len(t) - 2))),
     # base64 words that decode to a private key, or to JSON naming or holding a secret
     _shape(r"LS0tLS1CRUdJTi[A-Za-z0-9+/]{8,}={0,2}", before=r"[A-Za-z0-9+/=]",
+           needles=("LS0tLS1CRUdJTi",),
            check=lambda t: _is_b64_private_key(t)),
     _shape(r"eyJ[A-Za-z0-9+/_\-]{12,}={0,2}(?![A-Za-z0-9+/=_\-.])", before=r"[A-Za-z0-9+/=_\-.]",
+           needles=("eyJ",),
            check=lambda t: _is_b64_secret_json(t)),
 ]
+
+_SHAPES_WITHOUT_NEEDLES = [shape for shape in _SHAPES if not shape.needles]
+# Every needle at every position (a lookahead: occurrences may overlap), in one scan.
+_NEEDLES = re.compile("(?=(" + "|".join(re.escape(n) for n in sorted(
+    {n for shape in _SHAPES for n in shape.needles}, key=len, reverse=True)) + "))")
 
 
 @dataclass(frozen=True)
@@ -545,8 +571,10 @@ def _percent_encoded(text: str, mark: Mark) -> str:
 def _structural(text: str, mark: Mark) -> str:
     text = key_blocks(text, mark)
     text = _urls(text, mark)
-    for shape in _SHAPES:
-        text = _apply(shape, text, mark)
+    present = set(_NEEDLES.findall(text))  # one scan for every literal-prefixed shape
+    for shape in _SHAPES if present else _SHAPES_WITHOUT_NEEDLES:
+        if not shape.needles or not present.isdisjoint(shape.needles):
+            text = _apply(shape, text, mark)
     text = _user_password(_ORACLE, text, mark)
     text = _user_password(_NO_SCHEME, text, mark)
     text = _assignments(text, mark)
