@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import random
 import string
@@ -146,8 +147,10 @@ def markdown(doc: dict) -> str:
         f"`bench/bench_redact.py --max-kib {doc['sizes'][-1] >> 10} --repeats "
         f"{doc['repeats']}` on {doc['machine']} (Python {doc['python']}): CPU time of the "
         f"redacting process, best of {doc['repeats']} per size (the machine is shared by "
-        "other jobs: wall time would count their turns); read the ratios, measured side "
-        "by side in one run.",
+        "other jobs: wall time would count their turns; load average "
+        f"{doc['load_average'][0]} at the start, {doc['load_average'][1]} at the end, and a "
+        "loaded machine slows CPU time too); read the ratios, measured side by side in one "
+        "run.",
         "",
         "## Time", "", *head, *times, "",
         "## time(n) / time(n/2)  (2: linear, 4: quadratic)", "", *head, *ratios, "",
@@ -171,9 +174,11 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
+    load_before = os.getloadavg()[0]
     doc = measure(args.max_kib, args.repeats)
     doc.update(repeats=args.repeats, python=platform.python_version(),
-               machine=f"{platform.machine()}, {__import__('os').cpu_count()} CPUs")
+               machine=f"{platform.machine()}, {os.cpu_count()} CPUs",
+               load_average=[round(load_before, 1), round(os.getloadavg()[0], 1)])
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "redact.json").write_text(json.dumps(doc, indent=1) + "\n")
