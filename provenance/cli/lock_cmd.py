@@ -130,15 +130,18 @@ def _missing_message(missing: list[str], asked) -> str:
 
 
 def verify_environment_command(
-    lock_path: Path, source: str | None, as_json: bool, python: str | None = None
+    lock_path: Path, source: str | None, as_json: bool, python: str | None = None,
+    exact: bool = False,
 ) -> int:
-    """Exit 0 when the environment (or image SOURCE) matches the lock, 1 when it does not."""
+    """Exit 0 when the environment (or image SOURCE) matches the lock, 1 when it does not;
+    with `exact`, an installed package the lock does not name is a mismatch whatever the
+    lock's kind."""
     from lockfiles.read import read_lock
     from lockfiles.verify_env import verify
 
     lock_doc = read_lock(lock_path)
     manifest = source_manifest(None, source, None, verify_files=source is None, python=python)
-    report = verify(lock_doc, manifest)
+    report = verify(lock_doc, manifest, exact=True if exact else None)
     if as_json:
         from provenance.cli.output import print_json
 
@@ -149,6 +152,11 @@ def verify_environment_command(
     con = console()
     if report.ignored:
         con.print(f"not in the lock, ignored as installer tooling: {', '.join(report.ignored)}")
+    if report.extras:
+        names = ", ".join(f"{e.package} {e.installed}" for e in report.extras)
+        con.print(f"{len(report.extras)} installed package(s) not named by {lock_path.name}, "
+                  f"not checked (a {lock_doc.kind} file constrains only what it names; "
+                  f"--exact fails on them): {names}", markup=False)
     if report.ok:
         con.print(f"[green]ok[/green]: {report.checked} locked packages match ({report.lock_kind})")
         return 0
