@@ -59,7 +59,7 @@ def lock(
         DEFAULT_INDEX, "--index-url", help="Simple index asked for each package's file."),
     extra_index_url: list[str] = typer.Option(
         None, "--extra-index-url", metavar="URL",
-        help="Another simple index, asked after --index-url (repeatable)."),
+        help="Another simple index, asked after --index-url."),
     find_links: list[Path] = typer.Option(
         None, "--find-links",
         help="A wheel directory, asked after the indexes; a file there is locked only if "
@@ -86,7 +86,7 @@ def lock(
         sources, asked = _sources(indexes, list(find_links or []), step)
         result = write_pylock(m, sources, out.resolve().parent)
     if result.missing_hashes and not allow_missing:
-        raise ProvError(_missing_message(result.missing_hashes, asked))
+        raise ProvError(_missing_message(result.missing_hashes, asked, offline))
     from provenance.model.atomic import write_atomic
 
     write_atomic(out, result.text)
@@ -119,13 +119,15 @@ def _sources(indexes: list[str], find_links: list[Path], step):
     return sources, asked
 
 
-def _missing_message(missing: list[str], asked) -> str:
+def _missing_message(missing: list[str], asked, offline: bool) -> str:
     down = [index.unreachable for index in asked if index.unreachable]
     why = f" (index unreachable: {'; '.join(down)})" if down else ""
+    name = ("--offline asks no index: name their wheel directory (--find-links)" if offline
+            else "name the index they came from (--extra-index-url) or their wheel "
+                 "directory (--find-links)")
     return (
         f"{len(missing)} package(s) have no known artifact{why}: {', '.join(missing[:8])}; "
-        "name the index they came from (--extra-index-url) or their wheel directory "
-        "(--find-links), or --allow-missing-hashes writes an incomplete lock that says so"
+        f"{name}, or --allow-missing-hashes writes an incomplete lock that says so"
     )
 
 
