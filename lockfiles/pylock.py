@@ -251,36 +251,48 @@ def _package(name: str, entry: dict[str, Any], found: Found | None, lock_dir: Pa
     tool: dict[str, Any] = {k: entry[k] for k in ("fingerprint", "installer") if k in entry}
     direct = _direct_source(entry, lock_dir)
     if direct:
-        if "directory" in direct:
-            # an editable install's RECORD names absolute paths: not comparable across checkouts
-            tool.pop("fingerprint", None)
-        if "vcs" in direct:
-            pkg["version"] = entry["version"]
-        pkg.update(direct)
-        kind = next(iter(direct))
-        tool["origin"] = ORIGIN_RECORDED
-        tool["hash-source"] = "not applicable: " + kind
-    else:
-        assert found is not None
+        kind = _add_source_tree(pkg, tool, entry, direct)
+    else:  # `_find_all` looked every other package up
         pkg["version"] = entry["version"]
-        tool["origin"] = found.origin
-        if found.artifacts:
-            first = found.artifacts[0]
-            _add_artifacts(pkg, found.artifacts, lock_dir)
-            tool["hash-source"] = first.source
-            if first.fingerprint is not None:
-                tool["content-checked"] = True  # installing it gives the installed fingerprint
-            if found.tags is None and len(found.artifacts) > 1:
-                tool["wheel-selected"] = False  # installed WHEEL tags unknown
-            kind = first.source.split(":", 1)[0]
-        else:
-            result.missing_hashes.append(name)
-            tool["artifact"] = f"unknown: {found.why}; no hash or location is invented"
-            kind = ""
+        kind = _add_found(pkg, tool, found or Found([], None, ORIGIN_UNRECORDED), lock_dir)
     if kind:
         result.sources[kind] = result.sources.get(kind, 0) + 1
+    else:
+        result.missing_hashes.append(name)
     pkg["tool"] = {"prov": tool}
     return pkg
+
+
+def _add_source_tree(pkg: Any, tool: dict[str, Any], entry: dict[str, Any],
+                     direct: dict[str, Any]) -> str:
+    """A VCS checkout or a directory, as direct_url.json recorded it; returns its kind."""
+    if "directory" in direct:
+        # an editable install's RECORD names absolute paths: not comparable across checkouts
+        tool.pop("fingerprint", None)
+    if "vcs" in direct:
+        pkg["version"] = entry["version"]
+    pkg.update(direct)
+    kind = next(iter(direct))
+    tool["origin"] = ORIGIN_RECORDED
+    tool["hash-source"] = "not applicable: " + kind
+    return kind
+
+
+def _add_found(pkg: Any, tool: dict[str, Any], found: Found, lock_dir: Path) -> str:
+    """The artifacts found, or the note that none was; returns the source kind ('' for
+    none)."""
+    tool["origin"] = found.origin
+    if not found.artifacts:
+        tool["artifact"] = f"unknown: {found.why}; no hash or location is invented"
+        return ""
+    first = found.artifacts[0]
+    _add_artifacts(pkg, found.artifacts, lock_dir)
+    tool["hash-source"] = first.source
+    if first.fingerprint is not None:
+        tool["content-checked"] = True  # installing it gives the installed fingerprint
+    if found.tags is None and len(found.artifacts) > 1:
+        tool["wheel-selected"] = False  # installed WHEEL tags unknown
+    return first.source.split(":", 1)[0]
 
 
 def _same_content(artifact: Artifact, installed: Any) -> bool:

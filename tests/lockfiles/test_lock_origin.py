@@ -125,6 +125,19 @@ def test_a_wheel_of_the_same_name_is_no_evidence(world, tmp_path):
         tiny["tool"]["prov"]["artifact"])
 
 
+def test_a_wheel_beside_the_lock_is_named_relative_to_it(world, tmp_path):
+    house = tmp_path / "project" / "wheels"  # PEP 751: relative to the lock file
+    house.mkdir(parents=True)
+    (house / "provtiny-1.0-py3-none-any.whl").write_bytes(
+        (world["house"] / "provtiny-1.0-py3-none-any.whl").read_bytes())
+    out = tmp_path / "project" / "pylock.toml"
+    assert lock(world, out, "--find-links", str(house)).returncode == 0
+    assert packages(out)["provtiny"]["wheels"][0]["path"] == "wheels/provtiny-1.0-py3-none-any.whl"
+    python = new_venv(tmp_path / "venv")
+    tools.uv("pip", "install", "-q", "--python", python, "-r", str(out), cwd=tmp_path)
+    assert run_prov("verify", "--lock", str(out), "--python", python).returncode == 0
+
+
 @pytest.mark.parametrize("installer", ["uv", "pip"])
 def test_the_lock_installs_with_uv_and_pip_and_verifies(world, locked, installer, tmp_path):
     python = new_venv(tmp_path / "venv")
