@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -30,9 +31,14 @@ from provenance.model import Manifest
 
 CREATED_BY = "prov-llm"
 Finder = Callable[[str, str, "frozenset[str] | None"], list[Artifact]]
-# `[packages.tool.prov] origin`: did the installer record where the distribution came from?
-ORIGIN_RECORDED = "direct_url"  # yes: PEP 610 direct_url.json (a URL, path, VCS or directory)
-ORIGIN_UNRECORDED = "unrecorded"  # no: an index or --find-links install (pip and uv say nothing)
+
+
+class Origin(StrEnum):
+    """`[packages.tool.prov] origin`: did the installer record where the distribution came
+    from?"""
+
+    RECORDED = "direct_url"  # yes: PEP 610 direct_url.json (a URL, path, VCS or directory)
+    UNRECORDED = "unrecorded"  # no: an index or --find-links install (pip and uv say nothing)
 
 
 @dataclass
@@ -203,7 +209,7 @@ class Sources:
 class Found:
     artifacts: list[Artifact]
     tags: frozenset[str] | None
-    origin: str  # ORIGIN_RECORDED or ORIGIN_UNRECORDED
+    origin: Origin
     why: str = ""  # without artifacts: what was asked and why nothing answered
 
 
@@ -254,7 +260,7 @@ def _package(name: str, entry: dict[str, Any], found: Found | None, lock_dir: Pa
         kind = _add_source_tree(pkg, tool, entry, direct)
     else:  # `_find_all` looked every other package up
         pkg["version"] = entry["version"]
-        kind = _add_found(pkg, tool, found or Found([], None, ORIGIN_UNRECORDED), lock_dir)
+        kind = _add_found(pkg, tool, found or Found([], None, Origin.UNRECORDED), lock_dir)
     if kind:
         result.sources[kind] = result.sources.get(kind, 0) + 1
     else:
@@ -273,7 +279,7 @@ def _add_source_tree(pkg: Any, tool: dict[str, Any], entry: dict[str, Any],
         pkg["version"] = entry["version"]
     pkg.update(direct)
     kind = next(iter(direct))
-    tool["origin"] = ORIGIN_RECORDED
+    tool["origin"] = Origin.RECORDED.value
     tool["hash-source"] = "not applicable: " + kind
     return kind
 
@@ -281,7 +287,7 @@ def _add_source_tree(pkg: Any, tool: dict[str, Any], entry: dict[str, Any],
 def _add_found(pkg: Any, tool: dict[str, Any], found: Found, lock_dir: Path) -> str:
     """The artifacts found, or the note that none was; returns the source kind ('' for
     none)."""
-    tool["origin"] = found.origin
+    tool["origin"] = found.origin.value
     if not found.artifacts:
         tool["artifact"] = f"unknown: {found.why}; no hash or location is invented"
         return ""
@@ -315,25 +321,25 @@ def _find_one(name: str, entry: dict[str, Any], sources: Sources) -> Found:
     if recorded:
         first = recorded[0]
         if first.source == "direct_url" or _same_content(first, installed):
-            return Found(recorded, tags, ORIGIN_RECORDED)
-        return Found([], tags, ORIGIN_RECORDED, "direct_url.json names " + _unlike(first))
+            return Found(recorded, tags, Origin.RECORDED)
+        return Found([], tags, Origin.RECORDED, "direct_url.json names " + _unlike(first))
     url = (entry.get("direct_url") or {}).get("url")
     if url:
-        return Found([], tags, ORIGIN_RECORDED,
+        return Found([], tags, Origin.RECORDED,
                      f"direct_url.json names {url} with no hash, and it is not a file here")
     for find in sources.indexes:
         found = find(name, version, tags)
         if found:
-            return Found(found, tags, ORIGIN_UNRECORDED)
+            return Found(found, tags, Origin.UNRECORDED)
     unlike: list[str] = []
     for find in sources.local:
         found = find(name, version, tags)
         same = [a for a in found if _same_content(a, installed)]
         if same:
-            return Found(same, tags, ORIGIN_UNRECORDED)
+            return Found(same, tags, Origin.UNRECORDED)
         unlike += [_unlike(a) for a in found]
     why = "the installer recorded no origin and no index asked lists this version's file"
-    return Found([], tags, ORIGIN_UNRECORDED, "; ".join([why, *unlike]))
+    return Found([], tags, Origin.UNRECORDED, "; ".join([why, *unlike]))
 
 
 def _find_all(packages: dict[str, Any], sources: Sources, lock_dir: Path) -> dict[str, Any]:
