@@ -28,6 +28,10 @@ def verify(
         None, "--key",
         help="Public key: a bundle's (ed25519), or with --signature the model signer's (EC)."),
     python: str = typer.Option(None, "--python", help="With --lock: check this interpreter's env."),
+    exact: bool = typer.Option(
+        False, "--exact",
+        help="With an environment --lock: an installed package the lock does not name is a "
+             "mismatch (the default only for locks that name a whole environment)."),
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
     no_signature: bool = typer.Option(
         False, "--no-signature",
@@ -53,6 +57,8 @@ def verify(
         from provenance.cli.verify_model import verify_model_command
 
         raise typer.Exit(verify_model_command(model, run, signature, key, no_signature, as_json))
+    if exact and lock is None:
+        raise ProvError("--exact checks an environment against a --lock FILE")
     if lock is not None:
         if image and target:
             raise ProvError("give the image either as SOURCE or with --image, not both")
@@ -61,8 +67,12 @@ def verify(
         if is_environment_lock(lock):  # pylock.toml, uv.lock, requirements.txt
             from provenance.cli.lock_cmd import verify_environment_command
 
-            code = verify_environment_command(lock, image or target, as_json, python=python)
+            code = verify_environment_command(lock, image or target, as_json, python=python,
+                                              exact=exact)
             raise typer.Exit(code)
+        if exact:
+            raise ProvError(f"{lock}: an image lock names every package already; --exact is "
+                            "for environment locks")
         from provenance.cli.verify_image import verify_image_lock
 
         raise typer.Exit(verify_image_lock(lock, source=image or target, as_json=as_json))
