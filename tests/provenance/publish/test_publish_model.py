@@ -15,7 +15,7 @@ import pytest
 from provenance.keys import generate
 from provenance.model import Manifest
 from provenance.model.errors import ProvError
-from provenance.publish.bundle import SBOM_NAME, SIGNED_NAME, UNSIGNED_NAME, publish
+from provenance.publish.bundle import SBOM_NAME, UNSIGNED_NAME, publish
 from provenance.publish.inputs import Subject
 from provenance.publish.verify import verify_bundle
 from tests.golden import check_golden
