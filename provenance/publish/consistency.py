@@ -134,7 +134,8 @@ def _components(doc: dict) -> dict[str, dict]:
 
 
 def check_sbom(root: Path, manifest, statement: dict) -> str:
-    """Strictly valid CycloneDX 1.6, and every component is the one the manifest gives."""
+    """Strictly valid CycloneDX 1.6, and every component is the one the manifest gives (a
+    model component's card: the one the bundle's results give)."""
     from provenance.publish.bundle import SBOM_NAME
     from provenance.publish.inputs import Subject
     from provenance.sbom import build_bom, render, validate

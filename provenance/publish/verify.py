@@ -16,7 +16,8 @@ Steps (numbered here and in the output, like sigstore-python's verifier):
   5. run record and manifest: the manifest's identity digest recomputed; the statement's
      command, parameters, manifest and output digests agree with the bundled run record
   6. SBOM: strictly valid CycloneDX 1.6, and the whole component list (Python, Debian, GPU
-     stack, OS) is the one the bundled manifest gives
+     stack, OS, the models the run read with their model cards) is the one the bundled
+     manifest and results give
   7. disclosure cards: every result declaring a KL figure has a strict, complete card, and
      every prov-result/1 result its own strict card
   8. exchange receipts: every receipt of a bound client's exchanges names a server run
