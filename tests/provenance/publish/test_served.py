@@ -190,7 +190,7 @@ def test_receipt_good_tampered_unknown_and_malformed(bundles, tmp_path):
         (tmp_path / f"{name}.json").write_text(doc if isinstance(doc, str) else json.dumps(doc))
     assert read_receipt(tmp_path / "exchange.json") == good
     rc, text = _verify(live, "--receipt", str(tmp_path / "good.json"))
-    assert rc == 0 and "9. receipt: pass" in text, text
+    assert rc == 0 and "10. receipt: pass" in text, text
     rc, text = _verify(live, "--receipt", str(tmp_path / "tampered.json"))
     assert rc == 1 and _failed_at(text, 10, "receipt",
                                   "has its request but another response_sha256"), text
