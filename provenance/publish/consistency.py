@@ -174,12 +174,9 @@ def check_sbom(root: Path, manifest, statement: dict) -> str:
 def _results(root: Path, statement: dict) -> list:
     """The bundle's results (re-hashed at step 4), whose disclosed figures are in the model
     cards."""
-    from provenance.model.inputs import read_input
     from provenance.publish.inputs import PublishedResult
-    from provenance.publish.kl import json_object
+    from provenance.publish.kl import read_json_object
 
-    out = []
-    for subj in statement["subject"]:
-        data = read_input(root / subj["name"], "result")
-        out.append(PublishedResult(subj["name"], json_object(data, subj["name"])))
-    return out
+    # a result that is not a JSON object (a CSV, an image) is not read past its first bytes
+    return [PublishedResult(s["name"], read_json_object(root / s["name"]))
+            for s in statement["subject"]]

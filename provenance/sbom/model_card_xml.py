@@ -9,19 +9,22 @@ from __future__ import annotations
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
+from provenance.model.errors import ProvError
+
 _PLURALS = {"performanceMetrics": "performanceMetric",
             "technicalLimitations": "technicalLimitation", "properties": "property"}
 
 
 def add_model_cards(text: str, cards: dict[str, dict[str, Any]]) -> str:
     for ref, card in cards.items():
-        start = text.find(f"bom-ref={quoteattr(ref)}>")
-        if start < 0:
-            continue
+        # the attribute as ElementTree (the library's writer) escapes it
+        attr = escape(ref, {'"': "&quot;", "\n": "&#10;", "\r": "&#13;", "\t": "&#09;"})
+        start = text.find(f'bom-ref="{attr}">')
         # file components have no children of their own: the first close is the model's
-        end = text.find("</components>", start)
+        end = text.find("</components>", start) if start >= 0 else -1
         if end < 0:
-            continue
+            raise ProvError(f"model component {ref}: not found in the XML to add its model "
+                            "card", exit_code=70)
         line = text.rfind("\n", 0, end) + 1
         indent = text[line:end]
         at = end + len("</components>")

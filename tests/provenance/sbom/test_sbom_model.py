@@ -226,3 +226,15 @@ def test_a_file_key_outside_its_directory_is_refused(key):
 def test_a_malformed_file_entry_is_refused():
     with pytest.raises(ProvError, match="not a recorded file"):
         models_read({"model": {"files": {"model.bin": {"sha256": "md5:00"}}}})
+
+
+def test_a_directory_name_xml_must_escape_keeps_its_card(judged):
+    facts = {"model": {"files": {'r&d "v2"/model.safetensors': _f("08"),
+                                 "other/config.json": _f("09")}},
+             "runtime": {"transformers": {"models": {
+                 "0": {"name_or_path": 'local:r&d "v2"', "class": "Qwen3ForCausalLM"}}}}}
+    built = build_bom(Subject(Manifest(facts=facts), label="x", kind="manifest"),
+                      results=[PublishedResult("results/r.json", judged)])
+    text = render(built, "cyclonedx-xml")
+    _strict(text, "xml")
+    assert text.count("<modelCard ") == 1 and "<modelArchitecture>Qwen3ForCausalLM<" in text
