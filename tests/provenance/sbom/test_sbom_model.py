@@ -237,4 +237,5 @@ def test_a_directory_name_xml_must_escape_keeps_its_card(judged):
                       results=[PublishedResult("results/r.json", judged)])
     text = render(built, "cyclonedx-xml")
     _strict(text, "xml")
-    assert text.count("<modelCard ") == 1 and "<modelArchitecture>Qwen3ForCausalLM<" in text
+    assert """<modelCard bom-ref='model:r&amp;d "v2"#model-card'>""" in text
+    assert text.count("<modelCard ") == 2  # "other": read, no load names it, figures too
