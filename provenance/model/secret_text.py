@@ -191,6 +191,7 @@ _SHAPES = [
 ]
 
 _SHAPES_WITHOUT_NEEDLES = [shape for shape in _SHAPES if not shape.needles]
+_GATE_MAX = 4096  # the needle scan tests every position: worth it on short texts only
 # Every needle at every position (a lookahead: occurrences may overlap), in one scan.
 _NEEDLES = re.compile("(?=(" + "|".join(re.escape(n) for n in sorted(
     {n for shape in _SHAPES for n in shape.needles}, key=len, reverse=True)) + "))")
@@ -571,9 +572,13 @@ def _percent_encoded(text: str, mark: Mark) -> str:
 def _structural(text: str, mark: Mark) -> str:
     text = key_blocks(text, mark)
     text = _urls(text, mark)
-    present = set(_NEEDLES.findall(text))  # one scan for every literal-prefixed shape
-    for shape in _SHAPES if present else _SHAPES_WITHOUT_NEEDLES:
-        if not shape.needles or not present.isdisjoint(shape.needles):
+    if len(text) > _GATE_MAX:  # each literal-prefixed pass skips to its literal: fast
+        shapes, present = _SHAPES, None
+    else:  # a short text: one scan for all of them instead of one call each
+        present = set(_NEEDLES.findall(text))
+        shapes = _SHAPES if present else _SHAPES_WITHOUT_NEEDLES
+    for shape in shapes:
+        if present is None or not shape.needles or not present.isdisjoint(shape.needles):
             text = _apply(shape, text, mark)
     text = _user_password(_ORACLE, text, mark)
     text = _user_password(_NO_SCHEME, text, mark)
