@@ -26,7 +26,7 @@ from pathlib import Path
 from provenance.model.atomic import replace_dir
 from provenance.model.errors import ProvError
 from provenance.model.inputs import check_output, read_input, shown
-from provenance.model.redact import redact_record
+from provenance.model.redact import redact_record, secrets_of_run
 from provenance.publish import kl
 from provenance.publish.archive import is_archive, safe_member_name, write_tar_gz
 from provenance.publish.inputs import PublishedResult, Subject
@@ -108,6 +108,18 @@ def check_recorded(contents: dict[Path, bytes], run, allow: bool) -> list[str]:
                         f"{'; '.join(details)}; publish them from the run that wrote them, "
                         "or say --allow-unrecorded (recorded in the statement)")
     return [f"results/{p.name}" for p in odd]
+
+
+def check_no_secrets(contents: dict[Path, bytes]) -> None:
+    """A result is signed as it is written, so it cannot be redacted: one that holds a value
+    prov hides as secret in this environment (an environment variable's value hidden by its
+    name or shape: model.redact.secrets_of_run) or a private key block is refused."""
+    known = secrets_of_run(os.environ, [])
+    odd = [p.name for p, data in contents.items()
+           if known.spans(data) or b"PRIVATE KEY-----" in data or b"PRIVATE KEY BLOCK-----" in data]
+    if odd:
+        raise ProvError(f"refusing to publish {', '.join(odd)}: it holds a secret (a value "
+                        "prov redacts from this environment, or a private key); remove it")
 
 
 def _check_dependencies(dependencies: dict[str, str]) -> None:
@@ -218,6 +230,7 @@ def publish(
         private = load_private(key_path)
     cards = check_results(results, subject.manifest.digest())
     contents = {p: read_input(p, "result") for p in results}
+    check_no_secrets(contents)
     unrecorded = check_recorded(contents, subject.run, allow_unrecorded)
     models = models_read(subject.manifest.facts)
     _check_dependencies(dependencies or {})
