@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from provenance.model.errors import ProvError
 from provenance.model.redact import KnownSecrets, redact_text
 
 LINE_LIMIT = 64 * 1024
@@ -65,3 +66,27 @@ class RedactedLog:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.writer, name)
+
+
+class LostLog:
+    """Stands in for a log writer the store could not give (or for an unrecorded run): the
+    output still reaches the terminal; nothing is kept, and closing it says why, as a
+    failed store write does (the record then warns `stdout not stored: REASON`)."""
+
+    size = 0
+    truncated: str | None = None
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+    def write(self, data: bytes) -> None:
+        pass
+
+    def stop(self, reason: str) -> None:
+        pass
+
+    def close(self) -> str:
+        raise ProvError(self.reason)
+
+    def abort(self) -> None:
+        pass
