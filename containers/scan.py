@@ -7,19 +7,11 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from containers.catalog import (
-    DpkgHistory,
-    PythonDist,
-    PythonHistory,
-    cuda_section,
-    os_section,
-    python_dists,
-    python_section,
-    wants,
-    wants_verifying,
-)
+from containers.catalog import DbHistory, os_section, wants, wants_verifying
+from containers.cuda_stack import cuda_section
 from containers.decompress import Decompressed
 from containers.digest import chain_ids
+from containers.dists import PythonDist, PythonHistory, python_dists, python_section
 from containers.errors import ImageError
 from containers.owners import library_owners
 from containers.resolve import check_config
@@ -163,18 +155,6 @@ class ImageScan:
             out[key] = entry
         return out
 
-    def packages(self) -> dict[str, dict[str, Any]]:
-        """`dpkg:<name>` and `python:<name>` -> {version, layer}: what a lock pins."""
-        out: dict[str, dict[str, Any]] = {}
-        for name, f in (self.os.get("dpkg") or {}).items():
-            out[f"dpkg:{name}"] = {"version": f["version"], "layer": f["layer"]}
-        for name, f in (self.python.get("packages") or {}).items():
-            entry = {"version": f["version"], "layer": f["layer"]}
-            if str(f.get("fingerprint", "")).startswith("sha256:"):
-                entry["fingerprint"] = f["fingerprint"]
-            out[f"python:{name}"] = entry
-        return out
-
 
 def redact_command(text: str) -> str:
     """A build command with secrets redacted word by word (`--token X`, `KEY=value` with a
@@ -223,7 +203,7 @@ def scan_opened(
                 created=str(h.get("created", "")),
             )
         )
-    history = DpkgHistory()
+    history = DbHistory()
     py_history = PythonHistory()
 
     def on_layer(index: int, stream: Decompressed, staged: dict[str, bytes]) -> None:
@@ -260,7 +240,7 @@ def scan_opened(
         hash_files=verify,
     )
     warnings = list(opened.notes) + view.warnings
-    os_sec = os_section(view, history, warnings)
+    os_sec, databases = os_section(view, history)
     machine = r.platform.split("/")
     os_sec["system"] = machine[0] if machine else ""
     if len(machine) > 1:
@@ -268,7 +248,7 @@ def scan_opened(
     dists = python_dists(view, set((os_sec.get("dpkg") or {}).keys()), warnings, py_history)
     py = python_section(dists)
     libs = set(view.names)  # shared objects (catalog.wants); owners decide which are CUDA's
-    owners = library_owners(view, dists, os_sec.get("dpkg") or {}, libs)
+    owners = library_owners(view, dists, databases, libs)
     cu = cuda_section(view, os_sec, py, owners)
     files = coverage = None
     if verify:

@@ -33,8 +33,9 @@ from __future__ import annotations
 import posixpath
 from dataclasses import dataclass, field
 
-from containers.catalog import INFO, STATUS_D, PythonDist
 from containers.catalogers import python_dist
+from containers.catalogers.dpkg import INFO, STATUS, STATUS_D
+from containers.dists import PythonDist, dist_keys
 from containers.filehash import FileDigest
 from containers.jsondoc import load_content
 from containers.walk import FileView
@@ -223,7 +224,6 @@ def conda_listed(prefix: str, data: bytes) -> set[str]:
 def dpkg_claims(view: FileView, dpkg_keys: list[str]) -> dict[str, Claims]:
     """`dpkg:<key>` -> claims, for every installed package with an md5sums file or
     conffiles (their md5 in the status stanza, which `dpkg --verify` checks too)."""
-    from containers.catalog import STATUS
     from containers.catalogers.dpkg import parse_conffiles
 
     out: dict[str, Claims] = {}
@@ -377,8 +377,6 @@ def verify_files(
     """Every package's file check, keyed as the lock keys packages (plus `unowned:` keys,
     and with `all_files` the UNLISTED key), and what the check covered;
     `dpkg` is the os section's packages (their layers say when each was installed)."""
-    from containers.catalog import dist_keys
-
     keyed = dist_keys(dists)
     claims = dpkg_claims(view, list(dpkg))
     claims.update(python_claims(view, keyed))

@@ -10,6 +10,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from containers.catalogers.base import Cataloger, Glob
+
+ADMIN = "var/lib/dpkg/"
+STATUS = ADMIN + "status"
+STATUS_D = ADMIN + "status.d/"  # distroless: one stanza per file, `<name>.md5sums` beside
+INFO = ADMIN + "info/"  # `<name>.list`, `<name>.md5sums`
+
 # States whose files are (at least partly) on disk; see dpkg-query(1) "Package state".
 _PRESENT_STATES = frozenset(
     {
@@ -40,6 +47,17 @@ class DpkgPackage:
         if self.multi_arch == "same" and self.architecture not in ("", "all"):
             return f"{self.name}:{self.architecture}"
         return self.name
+
+    def facts(self) -> dict:
+        """The manifest's facts of this package (`os.dpkg.<key>`), on a host or in an image:
+        the source only where it is another package or version."""
+        out = {"version": self.version, "arch": self.architecture}
+        if self.source != self.name or self.source_version != self.version:
+            out["source"] = self.source
+            out["source_version"] = self.source_version
+        if self.state != "installed":
+            out["state"] = self.state
+        return out
 
 
 def _paragraphs(text: str):
@@ -116,6 +134,16 @@ def parse_list_owned(text: str) -> list[str]:
     return [line for line in lines if line.endswith((".dist-info", ".egg-info"))]
 
 
+def list_filter(data: bytes) -> bytes:
+    """What the layer walk keeps of an `info/<pkg>.list` file: the Python metadata and
+    shared-object lines (who owns them), so memory stays small."""
+    from containers.catalogers.cuda import shared_object
+
+    text = data.decode("utf-8", "replace")
+    libs = [x for x in text.splitlines() if ".so" in x and shared_object(x.rsplit("/")[-1])]
+    return "\n".join(parse_list_owned(text) + libs).encode()
+
+
 def parse_conffiles(text: str) -> dict[str, list[tuple[str, str]]]:
     """Package key -> [(path, md5 hex)] of the conffiles in each present package's status
     stanza, as `dpkg --verify` checks them (md5sums leaves conffiles out). Obsolete entries
@@ -137,3 +165,18 @@ def parse_conffiles(text: str) -> dict[str, list[tuple[str, str]]]:
         if key and found:
             out[key] = found
     return out
+
+
+CATALOGER = Cataloger(
+    "dpkg-db-cataloger",
+    [
+        Glob(STATUS, parse=parse_status, layered=True),
+        Glob(STATUS_D + "*", test=lambda path: not path.endswith(".md5sums"),
+             parse=parse_status_d_entry),
+        Glob(INFO + "*.list", keep=list_filter),
+        # the claims file verification checks (md5 of each file the package installed)
+        Glob(INFO + "*.md5sums", verify=True),
+        Glob(STATUS_D + "*.md5sums", verify=True),
+    ],
+    os_key="dpkg",
+)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import shlex
 
+from containers.catalogers.base import Cataloger, Glob
+
 _KEPT = (
     "ID",
     "ID_LIKE",
@@ -30,3 +32,11 @@ def parse_os_release(text: str) -> dict[str, str]:
         if key in _KEPT:
             out[key.lower()] = parts[0] if parts else ""
     return out
+
+
+# the first one found wins (`etc/os-release` is often a symlink to the other)
+CATALOGER = Cataloger(
+    "os-release-cataloger",
+    [Glob("etc/os-release", parse=parse_os_release),
+     Glob("usr/lib/os-release", parse=parse_os_release)],
+)
