@@ -140,6 +140,16 @@ class DbHistory:
         return [(p, introduced.get(p.key, ("", layer))[1]) for p in packages]
 
 
+def databases_in(staged: dict[str, bytes]) -> set[str]:
+    """The OS package databases (`dpkg`, `apk`) some of a layer's kept files belong to."""
+    found = set()
+    for path in staged:
+        e = CATALOG.match(path)
+        if e is not None and e.cataloger.os_key:
+            found.add(e.cataloger.os_key)
+    return found
+
+
 def release(view: FileView) -> dict[str, str] | str:
     """os-release's facts: the first of its globs found, through the image's symlinks."""
     for glob in os_release.CATALOGER.globs:

@@ -40,6 +40,9 @@ class DpkgPackage:
     state: str
     multi_arch: str
     md5sums_key: str = ""
+    # (path, md5 hex) of its conffiles, as `dpkg --verify` checks them (md5sums leaves them
+    # out); obsolete ones and those without a digest yet (`newconffile`) are left out
+    conffiles: tuple = ()
 
     @property
     def key(self) -> str:
@@ -114,9 +117,19 @@ def parse_status(text: str) -> list[DpkgPackage]:
                 source_version=src_version,
                 state=state,
                 multi_arch=fields.get("Multi-Arch", ""),
+                conffiles=_conffiles(fields.get("Conffiles", "")),
             )
         )
     return packages
+
+
+def _conffiles(text: str) -> tuple:
+    found = []
+    for line in text.splitlines():
+        words = line.split()
+        if len(words) == 2 and len(words[1]) == 32:
+            found.append((words[0], words[1]))
+    return tuple(found)
 
 
 def parse_status_d_entry(text: str) -> list[DpkgPackage]:
@@ -142,29 +155,6 @@ def list_filter(data: bytes) -> bytes:
     text = data.decode("utf-8", "replace")
     libs = [x for x in text.splitlines() if ".so" in x and shared_object(x.rsplit("/")[-1])]
     return "\n".join(parse_list_owned(text) + libs).encode()
-
-
-def parse_conffiles(text: str) -> dict[str, list[tuple[str, str]]]:
-    """Package key -> [(path, md5 hex)] of the conffiles in each present package's status
-    stanza, as `dpkg --verify` checks them (md5sums leaves conffiles out). Obsolete entries
-    and those without a digest yet (`newconffile`) are left out."""
-    out: dict[str, list[tuple[str, str]]] = {}
-    for fields in _paragraphs(text):
-        status = fields.get("Status", "").split()
-        if len(status) != 3 or status[2] not in _PRESENT_STATES or "Conffiles" not in fields:
-            continue
-        arch = fields.get("Architecture", "")
-        key = fields.get("Package", "")
-        if fields.get("Multi-Arch") == "same" and arch not in ("", "all"):
-            key = f"{key}:{arch}"
-        found = []
-        for line in fields["Conffiles"].splitlines():
-            words = line.split()
-            if len(words) == 2 and len(words[1]) == 32:
-                found.append((words[0], words[1]))
-        if key and found:
-            out[key] = found
-    return out
 
 
 CATALOGER = Cataloger(
