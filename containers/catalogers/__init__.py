@@ -10,7 +10,7 @@ should not pay there for the dpkg cataloger's dataclasses (~15 ms of a snapshot)
 _HOME = {
     "ApkPackage": "apk", "parse_installed": "apk",
     "DpkgPackage": "dpkg", "parse_status": "dpkg", "parse_status_d_entry": "dpkg",
-    "parse_os_release": "os_release",
+    "parse_os_release": "os_release", "OS_RELEASE_PATHS": "os_release",
     "INSTALLER_FILES": "python_dist", "NO_RECORD": "python_dist",
     "checked_rows": "python_dist", "content_fingerprint": "python_dist",
     "headers": "python_dist", "is_installer_file": "python_dist",

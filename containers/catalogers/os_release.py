@@ -34,9 +34,9 @@ def parse_os_release(text: str) -> dict[str, str]:
     return out
 
 
-# the first one found wins (`etc/os-release` is often a symlink to the other)
+# the first one found wins (`etc/os-release` is often a symlink to the other): in an image
+# and on a host (`provenance.collectors.os_info`)
+OS_RELEASE_PATHS = ("etc/os-release", "usr/lib/os-release")
 CATALOGER = Cataloger(
-    "os-release-cataloger",
-    [Glob("etc/os-release", parse=parse_os_release),
-     Glob("usr/lib/os-release", parse=parse_os_release)],
+    "os-release-cataloger", [Glob(path, parse=parse_os_release) for path in OS_RELEASE_PATHS]
 )

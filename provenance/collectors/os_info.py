@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from containers.catalogers import parse_os_release
+from containers.catalogers import OS_RELEASE_PATHS, parse_os_release
 from provenance.collectors import answer_cache
 
 
@@ -87,11 +87,11 @@ def host_dpkg_packages(warnings: list[str], root: Path = Path("/")) -> dict[str,
 def apk_packages(root: Path, warnings: list[str]) -> dict[str, Any] | None:
     """Packages from apk's installed database under `root` (the image cataloger's parser);
     None if there is none."""
-    from containers.catalogers import parse_installed
-
     db = root / "lib/apk/db/installed"
     if not db.exists():
         return None
+    from containers.catalogers import parse_installed  # only where there is a database
+
     try:
         text = db.read_text(encoding="utf-8", errors="replace")
     except OSError as exc:
@@ -102,7 +102,7 @@ def apk_packages(root: Path, warnings: list[str]) -> dict[str, Any] | None:
 
 def collect(warnings: list[str], root: Path = Path("/")) -> dict[str, Any]:
     section: dict[str, Any] = {}
-    for candidate in ("etc/os-release", "usr/lib/os-release"):
+    for candidate in OS_RELEASE_PATHS:
         path = root / candidate
         if path.exists():
             section["release"] = parse_os_release(
