@@ -112,6 +112,8 @@ class DbHistory:
 
     def __init__(self) -> None:
         self.layered = {g.pattern: g for c in OS_DATABASES for g in c.globs if g.layered}
+        for pattern in self.layered:  # a database is one file: looked up by its path
+            assert _LITERAL.fullmatch(pattern) and "{" not in pattern, pattern
         # path -> key -> (version, layer that introduced it at this version)
         self.introduced: dict[str, dict[str, tuple[str, int]]] = {}
         self.parsed: dict[str, tuple[int, list]] = {}  # path -> (layer, packages)
