@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -65,10 +64,12 @@ class ImageScan:
         return self.opened.reference
 
     def image_section(self) -> dict[str, Any]:
-        from provenance.model.redact import redact_argv, redact_value
+        from provenance.model.redact import KnownSecrets, redact_text
 
         r = self.opened.resolved
         cfg = r.config.get("config") if isinstance(r.config.get("config"), dict) else {}
+        known = KnownSecrets()  # a value hidden in ENV is hidden in history lines too
+        config = _config_section(cfg, known)  # first: it fills `known`
         sec: dict[str, Any] = {
             "source": self.opened.source,
             "config_digest": r.config_digest,
@@ -80,7 +81,7 @@ class ImageScan:
         if r.index_digest:
             sec["index_digest"] = r.index_digest
         if self.opened.reference:
-            sec["reference"] = self.opened.reference
+            sec["reference"] = redact_text(self.opened.reference)
         if self.opened.repo_tags:
             sec["repo_tags"] = list(self.opened.repo_tags)
         if self.opened.repo_digests:
@@ -99,31 +100,13 @@ class ImageScan:
             if li.size is not None:
                 entry["size"] = li.size
             if li.created_by:
-                entry["created_by"] = redact_command(li.created_by)
+                entry["created_by"] = redact_command(li.created_by, known)
             if li.created:
                 entry["created"] = li.created
             layers[str(li.index)] = entry
         sec["layers"] = layers
-        config: dict[str, Any] = {}
-        env: dict[str, Any] = {}
-        for item in cfg.get("Env") or []:
-            if isinstance(item, str):
-                name, _, value = item.partition("=")
-                env[name] = redact_value(name, value)
-        if env:
-            config["env"] = env
-        for key, out in (("Entrypoint", "entrypoint"), ("Cmd", "cmd")):
-            value = cfg.get(key)
-            if isinstance(value, list) and value:
-                config[out] = redact_argv([str(v) for v in value])
-        for key, out in (("WorkingDir", "working_dir"), ("User", "user")):
-            if isinstance(cfg.get(key), str) and cfg[key]:
-                config[out] = cfg[key]
-        labels = cfg.get("Labels")
-        if isinstance(labels, dict) and labels:
-            config["labels"] = {str(k): redact_value(str(k), str(v)) for k, v in labels.items()}
         if config:
-            sec["config"] = config
+            sec["config"] = known.hide_in_tree(config) if known else config
         return sec
 
     def facts(self) -> dict[str, Any]:
@@ -157,22 +140,40 @@ class ImageScan:
         return out
 
 
-def redact_command(text: str) -> str:
-    """A build command with secrets redacted word by word (`--token X`, `KEY=value` with a
-    secret-looking name, credentials in URLs), its spacing kept."""
+def redact_command(text: str, known=None) -> str:
+    """A build command (a history line `/bin/sh -c ...`, `|2 TOKEN=x /bin/sh -c ...`) with
+    secrets hidden by the one redaction pass (model.redact.redact_command_text), its
+    spacing kept."""
+    from provenance.model.redact import redact_command_text
+
+    return redact_command_text(text, known=known)
+
+
+def _config_section(cfg: dict[str, Any], known) -> dict[str, Any]:
+    """The config's Env, Entrypoint, Cmd, WorkingDir, User and Labels, each through the one
+    redaction pass; what it hides is added to `known` (model.redact.KnownSecrets)."""
     from provenance.model.redact import redact_argv, redact_value
 
-    parts = re.split(r"(\s+)", text)
-    words = [p for p in parts[::2]]
-    clean = redact_argv(words)
-    out = []
-    for word, red in zip(words, clean, strict=True):
-        name, eq, value = word.partition("=")
-        if eq and name.isidentifier():  # an env assignment: keep the name
-            red = f"{name}={redact_value(name, value)}"
-        out.append(red)
-    parts[::2] = out
-    return "".join(parts)
+    config: dict[str, Any] = {}
+    env: dict[str, Any] = {}
+    for item in cfg.get("Env") or []:
+        if isinstance(item, str):
+            name, _, value = item.partition("=")
+            env[name] = redact_value(name, value, known=known)
+    if env:
+        config["env"] = env
+    for key, out in (("Entrypoint", "entrypoint"), ("Cmd", "cmd")):
+        value = cfg.get(key)
+        if isinstance(value, list) and value:
+            config[out] = redact_argv([str(v) for v in value], known=known)
+    for key, out in (("WorkingDir", "working_dir"), ("User", "user")):
+        if isinstance(cfg.get(key), str) and cfg[key]:
+            config[out] = cfg[key]
+    labels = cfg.get("Labels")
+    if isinstance(labels, dict) and labels:
+        config["labels"] = {str(k): redact_value(str(k), str(v), known=known)
+                            for k, v in labels.items()}
+    return config
 
 
 def _history(config: dict[str, Any], n_layers: int) -> list[dict[str, Any]]:

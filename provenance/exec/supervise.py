@@ -32,7 +32,12 @@ from typing import Any
 
 from provenance.exec import process
 from provenance.exec.drift import check_drift
-from provenance.exec.environment import snapshot_and_git, with_command_env, workload_python
+from provenance.exec.environment import (
+    snapshot_and_git,
+    with_command_env,
+    without_known,
+    workload_python,
+)
 from provenance.exec.facts import run_facts
 from provenance.exec.jit import package_versions
 from provenance.exec.libraries import LibrarySampler
@@ -44,6 +49,7 @@ from provenance.exec.probe.processes import exit_maps
 from provenance.exec.record import (
     failed_record,
     resources,
+    run_secrets,
     run_section,
     start_run,
     started_record,
@@ -52,16 +58,17 @@ from provenance.exec.recover import partial_log_prefix
 from provenance.exec.serving import bind_client
 from provenance.exec.watch import watch
 from provenance.model.errors import ProvError
-from provenance.model.redact import redact_diff, store_key
+from provenance.model.redact import KnownSecrets, redact_diff, store_key
 from provenance.snapshot_cache import CachedSnapshot
 from provenance.store import RunRecord, Store, open_store
 from provenance.store.objects import StoreFull, space_reason
 from provenance.store.records import now_iso
 
 
-def redact_diff_bytes(diff: bytes, key: bytes) -> tuple[bytes, int]:
+def redact_diff_bytes(diff: bytes, key: bytes,
+                      known: KnownSecrets | None = None) -> tuple[bytes, int]:
     """The diff with secrets hidden (bytes that are not UTF-8 kept as they are)."""
-    text, hidden = redact_diff(diff.decode("utf-8", "surrogateescape"), key)
+    text, hidden = redact_diff(diff.decode("utf-8", "surrogateescape"), key, known)
     return text.encode("utf-8", "surrogateescape"), hidden
 
 @dataclass
@@ -88,6 +95,7 @@ class _Run:
     run_dir: Path
     env_extra: Mapping[str, str] | None
     t0: float
+    known: KnownSecrets  # what the run's redaction hid: removed by value wherever it recurs
     server: str | None = None  # `--server URL`: the server run to bind to (exec/serving)
 
 
@@ -119,33 +127,41 @@ def run_supervised(
     workdir = Path(cwd).absolute() if cwd else Path.cwd()
     python = workload_python(argv)
     t0 = time.time()
+    known = run_secrets(argv, env_extra, name, tags, params)
     snap, (git_facts, git_diff) = snapshot_and_git(python, workdir)
     # the command runs with env_extra: its relevant variables are part of the run's identity
-    snap = with_command_env(snap, env_extra)
+    snap = without_known(with_command_env(snap, env_extra), known, store_key(store.root))
     manifest_obj = store.put_object(snap.text.encode("utf-8"))
     if git_diff:  # a secret in the working tree's diff is hidden before it is stored
-        git_diff, hidden = redact_diff_bytes(git_diff, store_key(store.root))
+        git_diff, hidden = redact_diff_bytes(git_diff, store_key(store.root), known)
         git_facts["diff"] = store.put_object(git_diff)
         git_facts["diff_size"] = len(git_diff)
         if hidden:
             git_facts["diff_secrets_redacted"] = hidden
     record = started_record(argv, name=name, workdir=workdir, tags=tags, params=params,
                             env_extra=env_extra, snap=snap, manifest_obj=manifest_obj,
-                            git_facts=git_facts, python=python)
-    run_dir = store.run_dir(record.run_id)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    started = start_run(store, record, snap, git_diff)
-    run = _Run(store, record, started, argv, snap, python, workdir, run_dir, env_extra, t0,
-               server)
+                            git_facts=git_facts, python=python, known=known)
+    with store.hiding(record.run_id, known):
+        run_dir = store.run_dir(record.run_id)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        started = start_run(store, record, snap, git_diff)
+        run = _Run(store, record, started, argv, snap, python, workdir, run_dir, env_extra,
+                   t0, known, server)
+        return _guarded(run, outputs, stream, sample_libraries)
+
+
+def _guarded(run: _Run, outputs: Sequence[str | Path], stream: bool,
+             sample_libraries: bool) -> RunResult:
     try:
         return _execute(run, outputs, stream, sample_libraries)
     except BaseException as exc:
         # prov itself failed (a bug, ^C before the command started): say so in the record
         # rather than leaving the run to be found abandoned.
         status = 130 if isinstance(exc, KeyboardInterrupt) else 70
-        final = failed_record(record, f"prov: {type(exc).__name__}: {exc}"[:500], status, t0)
+        final = failed_record(run.record, f"prov: {type(exc).__name__}: {exc}"[:500], status,
+                              run.t0)
         with contextlib.suppress(Exception):
-            store.finalize_run(final, run.started)
+            run.store.finalize_run(final, run.started)
         raise
 
 
@@ -163,9 +179,9 @@ def _execute(run: _Run, outputs: Sequence[str | Path], stream: bool,
     # the logs' temp files are named by run: a killed prov's logs are recovered (recover.py)
     key = store_key(run.store.root)  # the logs are stored with secrets hidden (logs.py)
     out_w = RedactedLog(run.store.object_writer(partial_log_prefix(run.record.run_id,
-                                                                    "stdout")), key)
+                                                                    "stdout")), key, run.known)
     err_w = RedactedLog(run.store.object_writer(partial_log_prefix(run.record.run_id,
-                                                                    "stderr")), key)
+                                                                    "stderr")), key, run.known)
     owns_terminal = process.takes_terminal(stream)
     try:
         proc = process.spawn(run.argv, _command_env(run), run.workdir, owns_terminal)
@@ -181,7 +197,7 @@ def _execute(run: _Run, outputs: Sequence[str | Path], stream: bool,
     handlers = process.install_forwarding(proc.pid, forwarded)
     live = LiveFacts(run.store, run.record, run.started, run.snap.text,
                      run.snap.manifest_digest, run.argv, run.workdir,
-                     [run.workdir / p for p in outputs]).start()
+                     [run.workdir / p for p in outputs], run.known).start()
     try:
         returncode, child_usage, sampler = watch(proc, out_w, err_w, stream,
                                                  sample_libraries, fg)
@@ -261,13 +277,13 @@ def _finish(run: _Run, final: RunRecord, outputs: Sequence[str | Path],
         sampler.add_paths(exit_maps(run.run_dir))  # periodic sampling can miss
     facts = run_facts(run.run_dir, run.snap.text, run.argv, run.workdir,  # consumes probe/
                       [run.workdir / p for p in outputs], run_section(run.record),
-                      store_key(run.store.root), warnings)
+                      store_key(run.store.root), warnings, known=run.known)
     if served := bind_client(run.run_dir, run.store, warnings, run.server):
         facts["server"] = served  # the server runs it talked to (exec/serving)
-    run_files = ingest_run_dir(run.run_dir, run.store)
+    run_files = ingest_run_dir(run.run_dir, run.store, known=run.known)
     libs = (sampler.results(env=_command_env(run), versions=package_versions(run.snap.text))
             if sampler else [])
-    drift = check_drift(run.snap, run.python, run.store, run.env_extra)
+    drift = check_drift(run.snap, run.python, run.store, run.env_extra, run.known)
     if drift.get("detected"):
         warnings.append(
             f"environment changed during the run: {drift['changes_total']} identity key(s)"

@@ -21,18 +21,27 @@ from provenance.model.disclosure import ITEMS, publish_problems
 
 def read_json_object(path: Path) -> dict[str, Any] | None:
     """The file as a JSON object, or None when it is not one (then it declares no KL)."""
-    from provenance.model.inputs import LIMITS, check_json_depth, open_input
+    from provenance.model.inputs import LIMITS, open_input
 
     with open_input(path, "result") as fh:  # a FIFO, a device or a huge file: one line
         data = fh.read(4096)
         if data.lstrip()[:1] != b"{":  # not a JSON object: no need to read the rest
             return None
         data += fh.read(LIMITS["result"])
+    return json_object(data, f"result {path}")
+
+
+def json_object(data: bytes, what: str) -> dict[str, Any] | None:
+    """`data` as a JSON object, or None when it is not one (a CSV, an image)."""
+    from provenance.model.inputs import check_json_depth
+
+    if data.lstrip()[:1] != b"{":
+        return None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         return None
-    check_json_depth(text, f"result {path}")  # too deep is refused, not "declares no KL"
+    check_json_depth(text, what)  # too deep is refused, not "declares no KL"
     try:
         doc = json.loads(text)
     except ValueError:

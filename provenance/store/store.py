@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from provenance.model import Manifest, ManifestError
 from provenance.model.errors import ProvError
-from provenance.model.redact import redact_record, store_key
+from provenance.model.redact import KnownSecrets, redact_record, store_key
 from provenance.store import index as idx
 from provenance.store.manifests import run_manifest
 from provenance.store.objects import (
@@ -130,6 +132,18 @@ class Store:
         self.runs_dir = root / "runs"
         # one SQLite connection per thread: runners may supervise several runs at once
         self._local = threading.local()
+        self._known: dict[str, KnownSecrets] = {}  # run id -> what its redaction hid
+
+    @contextlib.contextmanager
+    def hiding(self, run_id: str, known: KnownSecrets) -> Iterator[None]:
+        """While a run is supervised, every record of it this store writes has the values its
+        redaction hid (environment, argv, tags, params: model.redact.KnownSecrets) removed
+        wherever they appear again (the values live in memory only)."""
+        self._known[run_id] = known
+        try:
+            yield
+        finally:
+            self._known.pop(run_id, None)
 
     # -- set-up -----------------------------------------------------------------
     def _ensure_layout(self) -> None:
@@ -324,7 +338,7 @@ class Store:
     def _put_record(self, doc: dict[str, Any], extra_objects=(), manifest=None) -> str:
         self._ensure_layout()
         # the one backstop: whatever a caller put in a record, no secret is stored
-        doc = redact_record(doc, store_key(self.root))
+        doc = redact_record(doc, store_key(self.root), self._known.get(str(doc.get("run_id"))))
         data = encode(doc)
         digest = self.objects.put_bytes(data)
         with idx.transaction(self.db) as conn:
