@@ -6,20 +6,13 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from containers.catalog import (
-    DpkgHistory,
-    PythonDist,
-    PythonHistory,
-    cuda_section,
-    os_section,
-    python_dists,
-    python_section,
-    wants,
-    wants_verifying,
-)
+from containers.catalog import DbHistory, databases_in, os_section, wants, wants_verifying
+from containers.cuda_stack import cuda_section
 from containers.decompress import Decompressed
 from containers.digest import chain_ids
+from containers.dists import PythonDist, PythonHistory, python_dists, python_section
 from containers.errors import ImageError
+from containers.filehash import FileHasher
 from containers.owners import library_owners
 from containers.resolve import check_config
 from containers.sources import Opened, open_source
@@ -146,18 +139,6 @@ class ImageScan:
             out[key] = entry
         return out
 
-    def packages(self) -> dict[str, dict[str, Any]]:
-        """`dpkg:<name>` and `python:<name>` -> {version, layer}: what a lock pins."""
-        out: dict[str, dict[str, Any]] = {}
-        for name, f in (self.os.get("dpkg") or {}).items():
-            out[f"dpkg:{name}"] = {"version": f["version"], "layer": f["layer"]}
-        for name, f in (self.python.get("packages") or {}).items():
-            entry = {"version": f["version"], "layer": f["layer"]}
-            if str(f.get("fingerprint", "")).startswith("sha256:"):
-                entry["fingerprint"] = f["fingerprint"]
-            out[f"python:{name}"] = entry
-        return out
-
 
 def redact_command(text: str, known=None) -> str:
     """A build command (a history line `/bin/sh -c ...`, `|2 TOKEN=x /bin/sh -c ...`) with
@@ -224,8 +205,10 @@ def scan_opened(
                 created=str(h.get("created", "")),
             )
         )
-    history = DpkgHistory()
+    history = DbHistory()
     py_history = PythonHistory()
+    hasher = FileHasher() if verify else None
+    databases: set[str] = set()  # the OS package databases the layers so far hold
 
     def on_layer(index: int, stream: Decompressed, staged: dict[str, bytes]) -> None:
         got = stream.diff_id()
@@ -237,6 +220,9 @@ def scan_opened(
         infos[index].compression = stream.compression
         history.on_layer(index, staged)
         py_history.on_layer(index, staged)
+        if hasher is not None:
+            databases.update(databases_in(staged))
+            hasher.narrow(databases)
         if progress is not None:
             progress("end", index, stream.compressed, r.layers[index].size)
 
@@ -258,10 +244,10 @@ def scan_opened(
         wants_verifying if verify else wants,
         on_layer=on_layer,
         on_bytes=on_bytes,
-        hash_files=verify,
+        hash_files=hasher or False,
     )
     warnings = list(opened.notes) + view.warnings
-    os_sec = os_section(view, history, warnings)
+    os_sec, parsed = os_section(view, history)
     machine = r.platform.split("/")
     os_sec["system"] = machine[0] if machine else ""
     if len(machine) > 1:
@@ -269,11 +255,11 @@ def scan_opened(
     dists = python_dists(view, set((os_sec.get("dpkg") or {}).keys()), warnings, py_history)
     py = python_section(dists)
     libs = set(view.names)  # shared objects (catalog.wants); owners decide which are CUDA's
-    owners = library_owners(view, dists, os_sec.get("dpkg") or {}, libs)
+    owners = library_owners(view, dists, parsed, libs)
     cu = cuda_section(view, os_sec, py, owners)
     files = coverage = None
     if verify:
-        files, coverage = verify_files(view, dists, os_sec.get("dpkg") or {}, all_files)
+        files, coverage = verify_files(view, dists, parsed, all_files)
     return ImageScan(opened, infos, os_sec, py, dists, cu, warnings, files, coverage)
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from containers.decompress import Decompressed, Reader
 from containers.errors import ImageError
-from containers.filehash import FileDigest, FileHasher, digest_bytes
+from containers.filehash import FileDigest, FileHasher
 from containers.limits import MAX_RETAINED, member_limit
 from containers.tarstream import (
     BLOCKDEV,
@@ -169,16 +169,18 @@ def walk(
     wants: Wants,
     on_layer: Callable[[int, Decompressed, dict[str, bytes]], None] | None = None,
     on_bytes: Callable[[int, int], None] | None = None,
-    hash_files: bool = False,
+    hash_files: bool | FileHasher = False,
 ) -> FileView:
     """Stream every layer once; returns the final view of wanted files.
 
     on_layer(index, stream, staged_files) runs after each layer (DiffID known, digest
     verified); on_bytes(index, compressed_bytes_so_far) feeds a progress bar. hash_files:
-    every regular file's body is also hashed as it streams past (`FileView.digests`).
+    every regular file's body is also hashed as it streams past (`FileView.digests`), by
+    the FileHasher given (whose algorithms the caller may change between layers).
     """
     view = FileView()
-    hasher = FileHasher() if hash_files else None
+    hasher = hash_files if isinstance(hash_files, FileHasher) else (
+        FileHasher() if hash_files else None)
     try:
         for layer in layers:
             _walk_layer(view, layer, wants, on_layer, on_bytes, hasher)
@@ -364,7 +366,7 @@ def _read_layer(
             continue
         data = read_body()
         if hasher is not None:
-            hashed[path] = digest_bytes(idx, path, data)
+            hashed[path] = hasher.digest_bytes(idx, path, data)
         staged_files[path] = want(data) if callable(want) else data
         staged_bytes += len(staged_files[path])
         if view.retained + staged_bytes > MAX_RETAINED:

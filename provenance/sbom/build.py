@@ -70,12 +70,13 @@ def build_bom(
     packages = python.get("packages") if isinstance(python.get("packages"), dict) else {}
     os_facts = facts.get("os") if isinstance(facts.get("os"), dict) else {}
     dpkg = os_facts.get("dpkg") if isinstance(os_facts.get("dpkg"), dict) else {}
+    apk = os_facts.get("apk") if isinstance(os_facts.get("apk"), dict) else {}
     release = os_facts.get("release") if isinstance(os_facts.get("release"), dict) else {}
     image = facts.get("image") if isinstance(facts.get("image"), dict) else None
 
     info = read_installed(packages) if subject.local else {}
     py = comp.python_components(packages, info)
-    debs = comp.deb_components(dpkg, release)
+    os_packages = [*comp.deb_components(dpkg, release), *comp.apk_components(apk, release)]
     others = comp.gpu_stack_components(facts)
     os_comp = comp.os_component(os_facts)
     if os_comp is not None:
@@ -113,7 +114,7 @@ def build_bom(
     if subject.run:
         extra = (subject.run.run_id, *extra)
     bom = Bom(
-        components=[*py, *debs, *others],
+        components=[*py, *os_packages, *others],
         serial_number=serial_for(digest, *extra),
         metadata=meta,
         vulnerabilities=vulnerabilities or [],
@@ -134,7 +135,7 @@ def build_bom(
                 "not installed here")
         for c in py:
             bom.register_dependency(c, [])
-    bom.register_dependency(root, [*py, *debs, *others])
+    bom.register_dependency(root, [*py, *os_packages, *others])
     meta.properties.add(_prop("prov:dependency-graph", note))
     _redact_properties([meta, *bom.components])
     cards = {m.ref: card for m in models if (card := model_card(m, results)) is not None}
