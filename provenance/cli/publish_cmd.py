@@ -132,7 +132,7 @@ def keygen(
     force: bool = typer.Option(False, "--force", help="Overwrite an existing key pair."),
 ) -> None:
     """Create an ed25519 key pair for signing bundles."""
-    from provenance.keys import generate
+    from provenance.publish.keys import generate
 
     priv, pub, kid = generate(out, force=force)
     print(f"private key {priv} (keep it secret), public key {pub}, key id {kid}",

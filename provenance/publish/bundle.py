@@ -225,7 +225,7 @@ def publish(
     _check_out(out, force)
     private = None
     if key_path is not None:
-        from provenance.keys import load_private
+        from provenance.publish.keys import load_private
 
         private = load_private(key_path)
     cards = check_results(results, subject.manifest.digest())
@@ -249,8 +249,8 @@ def publish(
         payload = _json_bytes(statement)
         key_id = None
         if private is not None:
-            from provenance.keys import key_id as kid
             from provenance.publish.dsse import sign
+            from provenance.publish.keys import key_id as kid
 
             tree.put(SIGNED_NAME, _json_bytes(sign(payload, private)))
             key_id = kid(private.public_key())

@@ -13,8 +13,8 @@ import binascii
 import json
 from dataclasses import dataclass
 
-from provenance.keys import key_id
 from provenance.model.errors import ProvError
+from provenance.publish.keys import key_id
 
 INTOTO_PAYLOAD_TYPE = "application/vnd.in-toto+json"
 
