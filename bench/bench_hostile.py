@@ -49,8 +49,8 @@ def _bundle(work: Path, mib: int) -> tuple[Path, Path]:
     from provenance.model import Manifest
     from provenance.publish.archive import write_tar_gz
     from provenance.publish.bundle import publish
-    from provenance.publish.inputs import Subject
     from provenance.publish.keys import generate
+    from provenance.sbom.subjects import Subject
 
     result = work / f"result-{mib}.bin"
     with open(result, "wb") as fh:

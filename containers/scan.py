@@ -12,7 +12,7 @@ from containers.decompress import Decompressed
 from containers.digest import chain_ids
 from containers.dists import PythonDist, PythonHistory, python_dists, python_section
 from containers.errors import ImageError
-from containers.filehash import FileHasher
+from containers.filehash import MemberDigester
 from containers.owners import library_owners
 from containers.resolve import check_config
 from containers.sources import Opened, open_source
@@ -207,7 +207,7 @@ def scan_opened(
         )
     history = DbHistory()
     py_history = PythonHistory()
-    hasher = FileHasher() if verify else None
+    hasher = MemberDigester() if verify else None
     databases: set[str] = set()  # the OS package databases the layers so far hold
 
     def on_layer(index: int, stream: Decompressed, staged: dict[str, bytes]) -> None:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from containers.decompress import Decompressed, Reader
 from containers.errors import ImageError
-from containers.filehash import FileDigest, FileHasher
+from containers.filehash import FileDigest, MemberDigester
 from containers.limits import MAX_RETAINED, member_limit
 from containers.tarstream import (
     BLOCKDEV,
@@ -169,18 +169,18 @@ def walk(
     wants: Wants,
     on_layer: Callable[[int, Decompressed, dict[str, bytes]], None] | None = None,
     on_bytes: Callable[[int, int], None] | None = None,
-    hash_files: bool | FileHasher = False,
+    hash_files: bool | MemberDigester = False,
 ) -> FileView:
     """Stream every layer once; returns the final view of wanted files.
 
     on_layer(index, stream, staged_files) runs after each layer (DiffID known, digest
     verified); on_bytes(index, compressed_bytes_so_far) feeds a progress bar. hash_files:
     every regular file's body is also hashed as it streams past (`FileView.digests`), by
-    the FileHasher given (whose algorithms the caller may change between layers).
+    the MemberDigester given (whose algorithms the caller may change between layers).
     """
     view = FileView()
-    hasher = hash_files if isinstance(hash_files, FileHasher) else (
-        FileHasher() if hash_files else None)
+    hasher = hash_files if isinstance(hash_files, MemberDigester) else (
+        MemberDigester() if hash_files else None)
     try:
         for layer in layers:
             _walk_layer(view, layer, wants, on_layer, on_bytes, hasher)
@@ -196,7 +196,7 @@ def _walk_layer(
     wants: Wants,
     on_layer: Callable[[int, Decompressed, dict[str, bytes]], None] | None,
     on_bytes: Callable[[int, int], None] | None,
-    hasher: FileHasher | None,
+    hasher: MemberDigester | None,
 ) -> None:
     """Stream one layer and merge what it staged into the view."""
     raw = layer.open()
@@ -289,7 +289,7 @@ def _read_layer(
     chunk: Callable[[], bytes],
     wants: Wants,
     view: FileView,
-    hasher: FileHasher | None,
+    hasher: MemberDigester | None,
 ):
     """One layer's staged entries; the digest checks run when its stream is drained."""
     staged_files: dict[str, bytes] = {}

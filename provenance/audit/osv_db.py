@@ -17,8 +17,8 @@ from typing import Any
 from provenance.audit.base import AuditBackend, AuditResult, Finding, Package
 from provenance.model.errors import ProvError
 from provenance.model.inputs import decode_text, parse_json, read_input, shown
+from provenance.model.names import normalize_name as normalize
 from provenance.model.text import escape_surrogates
-from provenance.sbom.metadata import normalize
 
 
 @dataclass(frozen=True)

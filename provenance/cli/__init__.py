@@ -67,7 +67,7 @@ READS_RUNS = {"runs", "show", "compare", "store", "report", "publish", "audit", 
 
 
 def _recover_abandoned(store, info):
-    from provenance.exec.recover import recover
+    from provenance.exec import recover
 
     return recover(store, info)
 
@@ -82,9 +82,9 @@ def load_commands(name: str | None = None) -> None:
     for module in modules:
         importlib.import_module(f"provenance.cli.{module}")
     if name in READS_RUNS:
-        import provenance.store.store as store_module
+        from provenance.store import on_abandoned
 
-        store_module.RECOVER_ABANDONED = _recover_abandoned
+        on_abandoned(_recover_abandoned)
 
 
 def command(escape_markup: bool = True):

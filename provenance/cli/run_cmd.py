@@ -67,7 +67,7 @@ def render_repeat(verdict: dict[str, Any], spec: str, runs: int, path: Path, con
 def render_diverge(summary: dict[str, Any], ref: str, cand: str, path: Path, con) -> None:
     from rich.table import Table
 
-    from provenance.report.build import storage_floor_text
+    from provenance.report import storage_floor_text
 
     t = Table(title=f"divergence: {ref}  vs  {cand}")
     t.add_column("figure")

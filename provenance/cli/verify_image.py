@@ -11,8 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from lockfiles.image_lock import IMAGE_LOCK_KIND, Difference, compare, read_lock
-from lockfiles.kind import PYLOCK_KIND, lock_kind
+from lockfiles import PYLOCK_KIND, image_lock, lock_kind
 from provenance.model.errors import EXIT_DIFFERS, EXIT_OK, ProvError
 
 
@@ -25,9 +24,9 @@ def verify_image_lock(lock: Path, source: str | None, as_json: bool) -> int:
     kind = lock_kind(text, str(lock))
     if kind == PYLOCK_KIND:
         raise ProvError(f"{lock}: an environment lock; check it with `prov verify --lock` alone")
-    if kind != IMAGE_LOCK_KIND:
+    if kind != image_lock.IMAGE_LOCK_KIND:
         raise ProvError(f"{lock}: not a lock prov knows (no kind or lock-version)")
-    doc = read_lock(text, str(lock))
+    doc = image_lock.read_lock(text, str(lock))
     source = source or doc["image"].get("source")
     if not source:
         raise ProvError(f"{lock}: no SOURCE given and none recorded in the lock")
@@ -36,7 +35,7 @@ def verify_image_lock(lock: Path, source: str | None, as_json: bool) -> int:
     all_files = bool((doc.get("coverage") or {}).get("all_files"))
     scan = scan_image(source, verify_files="files" in doc, all_files=all_files)
     facts = scan.facts()
-    diffs = compare(doc, facts, scan.file_checks())
+    diffs = image_lock.compare(doc, facts, scan.file_checks())
     if as_json:
         _print_json(lock, source, doc, facts, diffs)
     else:
@@ -44,7 +43,8 @@ def verify_image_lock(lock: Path, source: str | None, as_json: bool) -> int:
     return EXIT_DIFFERS if diffs else EXIT_OK
 
 
-def _print_json(lock: Path, source: str, doc: dict, facts: dict, diffs: list[Difference]) -> None:
+def _print_json(lock: Path, source: str, doc: dict, facts: dict,
+                diffs: list[image_lock.Difference]) -> None:
     out: dict[str, Any] = {
         "lock": str(lock),
         "source": source,
@@ -62,7 +62,8 @@ def _print_json(lock: Path, source: str, doc: dict, facts: dict, diffs: list[Dif
     sys.stdout.write(json.dumps(out, indent=2, sort_keys=True) + "\n")
 
 
-def _print_table(lock: Path, source: str, doc: dict, facts: dict, diffs: list[Difference]) -> None:
+def _print_table(lock: Path, source: str, doc: dict, facts: dict,
+                 diffs: list[image_lock.Difference]) -> None:
     from rich.table import Table
 
     from provenance.cli.output import console

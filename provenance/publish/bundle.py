@@ -23,15 +23,14 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from provenance.model import kl
 from provenance.model.atomic import replace_dir
 from provenance.model.errors import ProvError
 from provenance.model.inputs import check_output, read_input, shown
 from provenance.model.redact import redact_record, secrets_of_run
-from provenance.publish import kl
 from provenance.publish.archive import is_archive, safe_member_name, write_tar_gz
-from provenance.publish.inputs import PublishedResult, Subject
-from provenance.publish.models import models_read
 from provenance.publish.statement import build_statement, descriptor
+from provenance.sbom import PublishedResult, Subject, models_read
 
 SIGNED_NAME = "attestation.dsse.json"
 UNSIGNED_NAME = "attestation.intoto.json"
@@ -217,7 +216,7 @@ def publish(
     force: bool = False,
     allow_unrecorded: bool = False,
 ) -> Published:
-    from provenance.sbom.build import prov_version
+    from provenance.sbom import prov_version
 
     if not results:
         raise ProvError("nothing to publish: give at least one RESULT file")

@@ -42,9 +42,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from provenance.model import kl
 from provenance.model.digests import file_sha256, hex_of
 from provenance.model.errors import ProvError
-from provenance.publish import kl
 from provenance.publish.archive import extract_tar_gz, is_archive, safe_member_name
 from provenance.publish.bundle import SBOM_NAME, SIGNED_NAME, UNSIGNED_NAME
 from provenance.publish.statement import PREDICATE_TYPE, STATEMENT_TYPE

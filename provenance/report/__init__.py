@@ -19,7 +19,14 @@ from provenance.report.sparkline import (
 )
 
 __all__ = ["build_report", "runs_sparkline", "scores_disagreement", "sparkline", "sparkline_line",
-           "write_report"]
+           "storage_floor_text", "write_report"]
+
+
+def storage_floor_text(floor: dict) -> str:
+    """The reference side's storage floor, as the report and `prov run diverge` print it."""
+    from provenance.report.build import storage_floor_text as text  # numpy: imported on use
+
+    return text(floor)
 
 
 def build_report(target: str, *, store: str | None = None, model: Path | None = None,

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from provenance.model import join_key
-from provenance.publish.models import ModelRead
+from provenance.sbom.models_read import ModelRead
 
 
 def _prop(name: str, value: Any):

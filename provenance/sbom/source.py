@@ -8,7 +8,7 @@ from pathlib import Path
 from provenance.model import Manifest, ManifestError
 from provenance.model.errors import ProvError
 from provenance.model.text import escape_surrogates
-from provenance.publish.inputs import Subject, load_run
+from provenance.sbom.subjects import Subject, load_run
 
 
 def resolve_subject(

@@ -12,14 +12,23 @@ overrides):
 from provenance.store.merge import export_objects, import_objects, run_closure
 from provenance.store.objects import CorruptObject
 from provenance.store.records import encode, now_iso
+from provenance.store.resolve import load_manifest
 from provenance.store.run_record import RecordError, RunRecord
-from provenance.store.store import RunInfo, Store, default_store_path, find_git_root, open_store
+from provenance.store.store import (
+    RunInfo,
+    Store,
+    default_store_path,
+    find_git_root,
+    on_abandoned,
+    open_store,
+)
 
 __all__ = [
     "CorruptObject",
     "encode",
     "export_objects",
     "import_objects",
+    "load_manifest",
     "now_iso",
     "run_closure",
     "RecordError",
@@ -28,5 +37,6 @@ __all__ = [
     "Store",
     "default_store_path",
     "find_git_root",
+    "on_abandoned",
     "open_store",
 ]
