@@ -1,5 +1,6 @@
 """prov's start-up, two source trees side by side in one run: `prov --help`, a warm
-`prov snapshot` (of this interpreter and of a `--python` venv) and `import provenance`.
+`prov snapshot` (of this interpreter and of a `--python` venv) and `import provenance`;
+and what the structures kept for speed save, each measured in the tree that has it.
 
     .venv/bin/python bench/bench_startup.py [--baseline REF] [--repeats N] [--out DIR]
 
@@ -9,6 +10,12 @@ is), each with its own store and cache directory, warmed before timing. Runs are
 (baseline, current, baseline, ...), so both see the same load; the median wall time and the
 median CPU time (user + sys of the process and its children) are reported, and their ratios.
 On a shared machine absolute times are noisy: the ratios, measured in one run, are the result.
+
+The parts, in-process medians: the host dpkg status parse against its kept answer (the one
+cache, current tree); `prov snapshot`'s command module alone against every command module
+(what `prov NAME` importing only NAME's module saves, current tree); and the snapshot memo
+the current tree removed (digest and JSON text of a warm snapshot reused against computed,
+baseline tree, when it has `provenance/snapshot_memo.py`).
 """
 
 from __future__ import annotations
@@ -111,12 +118,13 @@ def _run(args: argparse.Namespace, scratch: Path) -> dict:
             for _ in range(2):
                 timed(cmd, env)
     samples: dict[str, dict[str, list[tuple[float, float]]]] = {}
+    rows = {"parts": parts(trees, setups["current"][1], args.repeats)}
     for _ in range(args.repeats):
         for name in setups["current"][0]:
             for label, (commands, env) in setups.items():
                 samples.setdefault(name, {}).setdefault(label, []).append(
                     timed(commands[name], env))
-    rows = {}
+    rows["cases"] = {}
     for name, by_label in samples.items():
         row = {}
         for label, got in by_label.items():
@@ -124,8 +132,59 @@ def _run(args: argparse.Namespace, scratch: Path) -> dict:
                           "cpu_ms": round(statistics.median(c for _, c in got) * 1e3, 1)}
         for what in ("wall_ms", "cpu_ms"):
             row[f"{what}_ratio"] = round(row["current"][what] / row["baseline"][what], 3)
-        rows[name] = row
+        rows["cases"][name] = row
     return rows
+
+
+PART_TIMER = """
+import json, statistics, sys, time
+sys.path.insert(0, {root!r})
+def median_ms(f, n={n}):
+    f()
+    out = []
+    for _ in range(n):
+        t = time.perf_counter(); f(); out.append(time.perf_counter() - t)
+    return round(statistics.median(out) * 1e3, 2)
+"""
+PART_CACHE = PART_TIMER + """
+from pathlib import Path
+from provenance.collectors import os_info
+root = Path("/")
+print(json.dumps({{"dpkg status parse": median_ms(lambda: os_info.dpkg_packages(root, [])),
+                   "dpkg kept answer": median_ms(lambda: os_info.host_dpkg_packages([], root))}}))
+"""
+PART_MEMO = PART_TIMER + """
+from provenance.model import Manifest
+from provenance.snapshot import take_snapshot
+from provenance.snapshot_memo import digest_and_text
+facts = take_snapshot()[0].facts
+def computed():
+    m = Manifest(facts); m.digest(); m.to_json()
+print(json.dumps({{"digest and JSON text, computed": median_ms(computed),
+                   "digest and JSON text, memo": median_ms(
+                       lambda: digest_and_text(Manifest(facts), None))}}))
+"""
+LOAD = ("import sys; sys.path.insert(0, {root!r}); import provenance.cli as c; "
+        "c.load_commands({arg})")
+
+
+def parts(trees: dict[str, Path], env: dict[str, str], repeats: int) -> dict[str, float]:
+    """Milliseconds of the work each speed structure saves (module docstring)."""
+
+    def run(code: str, root: Path) -> dict[str, float]:
+        return json.loads(subprocess.run(
+            [sys.executable, "-c", code.format(root=str(root), n=repeats * 5)], env=env,
+            capture_output=True, text=True, check=True).stdout)
+
+    out = run(PART_CACHE, trees["current"])
+    if (trees["baseline"] / "provenance" / "snapshot_memo.py").exists():
+        out.update(run(PART_MEMO, trees["baseline"]))
+    for label, arg in (("load: snapshot's command module", "'snapshot'"),
+                       ("load: every command module", "")):
+        code = LOAD.format(root=str(trees["current"]), arg=arg)
+        got = [timed([sys.executable, "-c", code], env) for _ in range(repeats)]
+        out[f"{label} (process CPU)"] = round(statistics.median(c for _, c in got) * 1e3, 1)
+    return out
 
 
 def markdown(result: dict) -> str:
@@ -147,6 +206,9 @@ def markdown(result: dict) -> str:
         lines.append(f"| {name} | {b['wall_ms']} ms | {c['wall_ms']} ms | "
                      f"{row['wall_ms_ratio']:.2f} | {b['cpu_ms']} ms | {c['cpu_ms']} ms | "
                      f"{row['cpu_ms_ratio']:.2f} |")
+    lines += ["", "What the structures kept (or removed) for speed save, in-process medians:", "",
+              "| part | ms |", "|---|---:|"]
+    lines += [f"| {name} | {ms} |" for name, ms in result["parts"].items()]
     return "\n".join(lines) + "\n"
 
 
@@ -175,7 +237,7 @@ def main() -> None:
             text=True).stdout.strip() else ""),
         "load_before": round(load_before, 1),
         "load_after": round(os.getloadavg()[0], 1),
-        "cases": rows,
+        **rows,
     }
     text = markdown(result)
     print(text)

@@ -9,6 +9,13 @@ from __future__ import annotations
 import os
 import sys
 
+import typer
+
+try:  # typer >= 0.27 vendors click; a separately installed click is not the one raising
+    from typer._click import exceptions as click_exc
+except ImportError:
+    from click import exceptions as click_exc  # type: ignore[no-redef]
+
 from provenance.model.errors import (
     EXIT_INTERNAL,
     EXIT_UNAVAILABLE,
@@ -53,12 +60,6 @@ def failed(exc: BaseException) -> int:
 
 def _click_status(exc: BaseException) -> int | None:
     """The exit status of typer's and click's own exceptions (printing their line), or None."""
-    import typer
-
-    try:  # typer >= 0.27 vendors click; a separately installed click is not the one raising
-        from typer._click import exceptions as click_exc
-    except ImportError:
-        from click import exceptions as click_exc  # type: ignore[no-redef]
     if isinstance(exc, typer.Exit):
         return exc.exit_code
     if isinstance(exc, click_exc.UsageError):
