@@ -37,14 +37,35 @@ def main() -> None:
         report["top1_equal"] = bool(all(np.array_equal(fused.arrays[k], host.arrays[k])
                                         for k in ("ref_top1", "cand_top1")))
         report["max_abs_diff"] = {k: float(np.abs(fused.arrays[k] - host.arrays[k]).max())
-                                  for k in ("kl_ref_cand", "kl_cand_ref", "delta_p", "margin")}
+                                  for k in ("kl_ref_cand", "kl_cand_ref", "delta_p", "margin",
+                                            "ref_p_top1", "ref_logp_next", "cand_logp_next")}
+        lists = ("top_agree_depth", "ref_label_rank", "cand_label_rank")
+        report["lists_equal"] = bool(all(np.array_equal(fused.arrays[k], host.arrays[k])
+                                         for k in lists))
+        # independent: numpy's stable argsort of the rebuilt logits (ties by lower id)
+        lr, lc = (ref_h @ head.T).float().numpy(), (cand_h @ head.T).float().numpy()
+        tr = np.argsort(-lr, axis=1, kind="stable")[:, :10]
+        tc = np.argsort(-lc, axis=1, kind="stable")[:, :10]
+        depth = np.cumprod(tr == tc, axis=1).sum(axis=1)
+        ranks = [np.where((t == nxt[:, None]).any(1), (t == nxt[:, None]).argmax(1), 10)
+                 for t in (tr, tc)]
+        report["lists_match_argsort"] = bool(
+            np.array_equal(fused.arrays["top_agree_depth"], depth)
+            and np.array_equal(fused.arrays["ref_label_rank"], ranks[0])
+            and np.array_equal(fused.arrays["cand_label_rank"], ranks[1]))
+        srt = -np.sort(-lr, axis=1)
+        report["boundary_ties"] = int((srt[:, 9] == srt[:, 10]).sum())
+        report["inner_ties"] = int((srt[:, :9] == srt[:, 1:10]).any(axis=1).sum())
+        noisy = analyse_hidden(ref_h, cand_h, head, nxt, Path(tmp) / "d", chunk_rows=chunk,
+                               fused=True, logit_delta=True)
+        report["logit_delta_diff"] = float(np.abs(
+            noisy.arrays["max_abs_logit_delta"] - np.abs(lr - lc).max(axis=1)).max())
         report["identical_row_kl"] = [float(fused.arrays["kl_ref_cand"][3]),
                                       float(fused.arrays["kl_cand_ref"][3])]
         report["host_kl_mean"] = float(np.mean(host.arrays["kl_ref_cand"]))
         report["floor"] = fused.floor
         report["chunk_rows"] = fused.chunk_rows
         # the whole matrix at once, analysed by the host: chunking changes nothing
-        lr, lc = (ref_h @ head.T).float().numpy(), (cand_h @ head.T).float().numpy()
         from runners.analysis import position_stats
 
         st = position_stats(lr, lc, nxt)
