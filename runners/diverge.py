@@ -34,7 +34,13 @@ from runners.analysis.summary import NO_REPEAT, analyse, summarise
 from runners.cards import NOT_CALIBRATED, checkpoint, environment, full_vocabulary, text, top_k
 from runners.engines import EngineConfig
 from runners.execute import WorkerRun, execute
-from runners.hidden_analysis import HiddenStateError, analyse_runs, floor_text, is_hidden
+from runners.hidden_analysis import (
+    HiddenStateError,
+    analyse_runs,
+    analysis_device,
+    floor_text,
+    is_hidden,
+)
 from runners.launch import Launcher, standalone
 from runners.prepare import Prepared
 from runners.results import write_result
@@ -186,6 +192,8 @@ def run_diverge(ref_cfg: EngineConfig, cand_cfg: EngineConfig, prep: Prepared, w
     gate_s = time.perf_counter() - t0
     repeat, comparison_repeat = None, None
     if noise_floor:
+        if is_hidden(ref):
+            analysis_device()  # an analysis that cannot run refuses before the repeat runs
         repeat = execute(ref_cfg, prep, workdir, REPEAT, block, launcher)
         t0 = time.perf_counter()
         comparison_repeat = _repeat_gate(repeat_check, ref, repeat)

@@ -139,8 +139,9 @@ def diverge(
                                 "NOT_COMPARABLE 3, NOT_EVALUATED 5"),
     noise_floor: bool = typer.Option(True, "--noise-floor/--no-noise-floor",
                                      help="execute the reference a second time and measure it "
-                                     "against itself (one more reference run); skipped, "
-                                     "summary.noise_floor is marked not computable"),
+                                     "against itself (one more reference run); "
+                                     "--no-noise-floor skips it and marks summary.noise_floor "
+                                     "not computable"),
     as_json: bool = typer.Option(False, "--json", help="print the summary as JSON"),
     standalone: bool = typer.Option(False, "--standalone",
                                     help="plain child processes: no run records, no gate"),

@@ -139,7 +139,9 @@ def _value(v: float, err: float | dict) -> dict[str, Any]:
 def perplexity(lp_ref: np.ndarray, lp_cand: np.ndarray) -> dict[str, Any]:
     """llama.cpp's perplexity statistics over the actual next tokens (teacher forcing: the
     next token is the label): each side's PPL, PPL(cand)/PPL(ref) and its logarithm, the
-    difference, each with llama.cpp's error, and Cor(ln PPL(cand), ln PPL(ref))."""
+    difference, each with llama.cpp's error, and Cor(ln PPL(cand), ln PPL(ref)): its
+    covariance of the two means over the product of their standard errors, which is the
+    Pearson correlation of the two sides' per-position negative log-likelihoods."""
     n = len(lp_ref)
     for side, lp in (("reference", lp_ref), ("candidate", lp_cand)):
         miss = int(np.isnan(lp).sum())
@@ -163,13 +165,14 @@ def perplexity(lp_ref: np.ndarray, lp_cand: np.ndarray) -> dict[str, Any]:
         out["cor_ln"] = ea
         return out
     cov = float(np.mean((a - ma) * (b - mb))) / (n - 1)  # llama.cpp's `covariance`
-    ln_err = math.sqrt(max(ea * ea + eb * eb - 2 * cov, 0.0))
     ppl_a, ppl_b = math.exp(ma), math.exp(mb)
+    # llama.cpp's sqrt(ea^2 + eb^2 - 2 cov) is the standard error of the mean of a - b:
+    # computed so, without the cancellation when the two sides nearly agree (cov ~ ea eb)
+    ln_err = stderr(a - b)
     out["ref"]["stderr"], out["cand"]["stderr"] = ppl_b * eb, ppl_a * ea
     out["ln_ratio"]["stderr"] = ln_err
     out["ratio"]["stderr"] = out["ratio"]["value"] * ln_err
-    diff_var = (ppl_a * ea) ** 2 + (ppl_b * eb) ** 2 - 2 * ppl_a * ppl_b * cov
-    out["difference"] = _value(ppl_a - ppl_b, math.sqrt(max(diff_var, 0.0)))
+    out["difference"] = _value(ppl_a - ppl_b, stderr(ppl_a * a - ppl_b * b))
     out["cor_ln"] = cov / (ea * eb) if ea > 0 and eb > 0 else not_computable(
         "a side's negative log-likelihood does not vary: no correlation")
     return out

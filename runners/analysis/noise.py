@@ -40,14 +40,10 @@ def same_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def _max_abs_delta(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per row: max |a - b| over entries both stored, and whether one stored an id the
     other did not (top-k storage)."""
-    t = len(a)
-    delta, one_sided = np.zeros(t), np.zeros(t, dtype=bool)
-    for sl in _chunks(t, a.shape[1] if a.ndim == 2 else 1):
-        x, y = a[sl].astype(np.float64), b[sl].astype(np.float64)
-        na, nb = np.isnan(x), np.isnan(y)
-        d = np.where(na | nb, 0.0, np.abs(np.where(na | nb, 0.0, x - y)))
-        delta[sl], one_sided[sl] = d.max(axis=1), (na != nb).any(axis=1)
-    return delta, one_sided
+    x, y = a.astype(np.float64), b.astype(np.float64)
+    na, nb = np.isnan(x), np.isnan(y)
+    d = np.where(na | nb, 0.0, np.abs(np.where(na | nb, 0.0, x - y)))
+    return d.max(axis=1), (na != nb).any(axis=1)
 
 
 def floor_figures(same: np.ndarray, kl_rc: np.ndarray, kl_cr: np.ndarray, agree: np.ndarray,
@@ -73,16 +69,21 @@ def floor_figures(same: np.ndarray, kl_rc: np.ndarray, kl_cr: np.ndarray, agree:
 
 def noise_floor(ref: np.ndarray, repeat: np.ndarray, next_ids: np.ndarray) -> dict[str, Any]:
     """Reference scores [T, V] against its repeat's on the same positions (the same
-    statistics as the divergence; `kl_ref_cand` is KL(P_ref || P_repeat))."""
+    statistics as the divergence; `kl_ref_cand` is KL(P_ref || P_repeat)). The differing
+    rows are analysed a chunk at a time: no copy of the whole matrix."""
     same = same_rows(ref, repeat)
     diff = np.flatnonzero(~same)
-    if len(diff):
-        st = position_stats(ref[diff], repeat[diff], np.asarray(next_ids)[diff])
-        delta, one_sided = _max_abs_delta(ref[diff], repeat[diff])
-        rc, cr, agree = st.kl_ref_cand, st.kl_cand_ref, st.agree
-    else:
-        rc = cr = delta = np.zeros(0)
-        agree, one_sided = np.zeros(0, dtype=bool), np.zeros(0, dtype=bool)
-    return floor_figures(same, rc, cr, agree, delta,
+    parts: dict[str, list[np.ndarray]] = {k: [] for k in ("rc", "cr", "agree", "delta", "one")}
+    step = max(1, CHUNK_CELLS // max(ref.shape[1], 1))
+    for s in range(0, len(diff), step):
+        rows = diff[s:s + step]
+        a, b = ref[rows], repeat[rows]
+        st = position_stats(a, b, np.asarray(next_ids)[rows])
+        delta, one_sided = _max_abs_delta(a, b)
+        for k, v in (("rc", st.kl_ref_cand), ("cr", st.kl_cand_ref), ("agree", st.agree),
+                     ("delta", delta), ("one", one_sided)):
+            parts[k].append(v)
+    cat = {k: np.concatenate(v) if v else np.zeros(0) for k, v in parts.items()}
+    return floor_figures(same, cat["rc"], cat["cr"], cat["agree"].astype(bool), cat["delta"],
                          "the scores each run returned (logits or log-probabilities)",
-                         one_sided_positions=int(one_sided.sum()))
+                         one_sided_positions=int(cat["one"].astype(bool).sum()))

@@ -22,15 +22,14 @@ def top_ids(x: np.ndarray, k: int = K_MAX) -> np.ndarray:
     x = np.where(np.isnan(x), -np.inf, x) if np.isnan(x).any() else x
     if k == v:
         return _sorted_ids(x)
-    # positions v-k-1 and v-k hold the (k+1)-th and k-th largest: above v-k is the top k
-    part = np.argpartition(x, (v - k - 1, v - k), axis=1)
+    # one kth (two cost three times as much): above v-k-1 lie the k largest, each >= it
+    part = np.argpartition(x, v - k - 1, axis=1)
     cand = part[:, v - k:]
     vals = np.take_along_axis(x, cand, axis=1)
     order = np.lexsort((cand, -vals), axis=-1)  # value descending, then id ascending
     out = np.take_along_axis(cand, order, axis=1)
-    kth = np.take_along_axis(x, part[:, v - k:v - k + 1], axis=1)[:, 0]
     beyond = np.take_along_axis(x, part[:, v - k - 1:v - k], axis=1)[:, 0]
-    tied = np.flatnonzero(kth == beyond)  # which of the tied ids make the list: rare
+    tied = np.flatnonzero(vals.min(axis=1) == beyond)  # which tied ids make the list: rare
     for r in tied:
         out[r] = _sorted_ids(x[r:r + 1])[0, :k]
     return _unfilled(x, out)

@@ -62,14 +62,17 @@ def perplexity(lp_ref: np.ndarray, lp_cand: np.ndarray) -> dict:
     a, b = -lp_cand, -lp_ref  # llama.cpp's Q (candidate) and base (reference)
     n = len(a)
     sa, sb = stats.sem(a), stats.sem(b)
-    cov = np.cov(a, b)[0, 1] / n  # the covariance of the two means
     ln = a.mean() - b.mean()
-    ln_err = math.sqrt(sa ** 2 + sb ** 2 - 2 * cov)
     pa, pb = math.exp(a.mean()), math.exp(b.mean())
+    # llama.cpp: sqrt(sa^2 + sb^2 - 2 cov), cov = np.cov(a, b)[0, 1] / n, the covariance of
+    # the two means; that is the standard error of the mean of a - b (resp. pa a - pb b),
+    # which loses nothing to cancellation when the two sides nearly agree
+    cov = np.cov(a, b)[0, 1] / n
+    ln_err = stats.sem(a - b)
+    assert math.isclose(ln_err ** 2, sa ** 2 + sb ** 2 - 2 * cov, rel_tol=1e-3, abs_tol=1e-18)
     return {"ref": (pb, pb * sb), "cand": (pa, pa * sa), "ln_ratio": (ln, ln_err),
             "ratio": (math.exp(ln), math.exp(ln) * ln_err),
-            "difference": (pa - pb, math.sqrt((pa * sa) ** 2 + (pb * sb) ** 2
-                                              - 2 * pa * pb * cov)),
+            "difference": (pa - pb, stats.sem(pa * a - pb * b)),
             "cor_ln": stats.pearsonr(a, b)[0], "labels": n}
 
 

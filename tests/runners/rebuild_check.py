@@ -65,6 +65,21 @@ def main() -> None:
         report["host_kl_mean"] = float(np.mean(host.arrays["kl_ref_cand"]))
         report["floor"] = fused.floor
         report["chunk_rows"] = fused.chunk_rows
+        # the noise floor of a hidden-state reference: 7 rows of a "repeat" differ
+        from runners.hidden import raw_bits
+        from runners.hidden_analysis import noise_floor_hidden
+        from tests.runners import oracle
+
+        rep_h = ref_h.clone()
+        rep_h[[1, 5, 17, 18, 30, 41, 49]] += 0.01 * torch.randn(7, h, generator=g).to(
+            torch.bfloat16)
+        got = noise_floor_hidden(raw_bits(ref_h), raw_bits(rep_h), head, "bfloat16", "cpu", nxt,
+                                 Path(tmp) / "n")
+        want = oracle.noise(lr, (rep_h @ head.T).float().numpy(), np.concatenate([[0], nxt]))
+        report["noise_hidden"] = {"got": got, "want": {
+            k: (v if not isinstance(v, np.generic) else v.item()) for k, v in want.items()}}
+        report["noise_hidden_identical"] = noise_floor_hidden(
+            raw_bits(ref_h), raw_bits(ref_h), head, "bfloat16", "cpu", nxt, Path(tmp) / "z")
         # the whole matrix at once, analysed by the host: chunking changes nothing
         from runners.analysis import position_stats
 
@@ -72,7 +87,7 @@ def main() -> None:
         report["chunked_equals_whole"] = bool(
             np.array_equal(st.kl_ref_cand, host.arrays["kl_ref_cand"])
             and np.array_equal(st.ref_top1, host.arrays["ref_top1"]))
-    print(json.dumps(report))
+    print(json.dumps(report, default=float))
 
 
 if __name__ == "__main__":

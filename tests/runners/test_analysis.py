@@ -200,3 +200,24 @@ def test_few_positions_have_no_standard_error():
     assert "needs more than 10" in s["kl_ref_cand"]["stderr"]["not_computable"]
     assert "not_computable" in s["perplexity"]["ratio"]["stderr"]
     assert isinstance(s["perplexity"]["ratio"]["value"], float)
+
+
+def test_the_statistics_the_policy_reference_names_resolve_in_a_summary():
+    """docs/reference/policy.md's divergence table: every full dotted name in it resolves to
+    a number or boolean in a real summary (the names a user copies into a policy)."""
+    import re
+    from pathlib import Path
+
+    from provenance.model.policy import resolve
+
+    page = (Path(__file__).resolve().parents[2] / "docs/reference/policy.md").read_text()
+    table = page[page.index("### Divergence statistics"):page.index("## Verdicts")]
+    rows = [line.split(" | ")[0] for line in table.splitlines() if line.startswith("| `")]
+    names = [n for row in rows for n in re.findall(r"`([a-z_0-9.\[\],()]+)`", row)
+             if not n.startswith(".")]
+    assert len(names) > 20
+    ref, cand, ids = _pair()
+    summary, _ = analyse(ref, cand, ids, repeat=ref.copy())
+    for name in names:
+        v = resolve(summary, name)
+        assert isinstance(v, int | float | bool), (name, v)
