@@ -8,25 +8,59 @@ from __future__ import annotations
 
 from typing import Any
 
-from runners.analysis.topk import K_MAX, NOT_IN_TOP
+from runners.analysis.topk import BLOCK, BLOCKS, K_MAX, NOT_IN_TOP
+
+TIE_ROWS = 1024  # rows whose ties are resolved at once (a bool [rows, V] mask each)
 
 
 def top_ids(x, k: int = K_MAX):
-    """[rows, k] ids of each row's k largest logits, largest first, ties by the lower id
-    (runners/analysis/topk.py:top_ids; torch.topk alone leaves the order of ties open)."""
+    """[rows, k] ids of each row's k largest logits, largest first, ties by the lower id:
+    runners/analysis/topk.py:top_ids (the same block prefilter, then the exact lists of the
+    kept blocks; torch.topk over whole rows costs several times the fused kernel)."""
     import torch
 
     v = x.shape[1]
     k = min(k, v)
+    nb = v // BLOCK
+    if nb <= BLOCKS:
+        return _exact(x, k)
+    vf = nb * BLOCK
+    bmv, bmi = torch.topk(x[:, :vf].reshape(-1, nb, BLOCK).amax(dim=2), BLOCKS + 1, dim=1)
+    kept = torch.sort(bmi[:, :BLOCKS], dim=1).values
+    pos = (kept[:, :, None] * BLOCK + torch.arange(BLOCK, device=x.device)).reshape(
+        x.shape[0], -1)
+    if vf < v:
+        pos = torch.cat([pos, torch.arange(vf, v, device=x.device).expand(x.shape[0], -1)], 1)
+    out = pos.gather(1, _exact(x.gather(1, pos), k))
+    redo = (bmv[:, BLOCKS] >= bmv[:, k]).nonzero().flatten()  # a left-out block reaches t0
+    if len(redo):
+        out[redo] = _exact(x[redo], k)
+    return out
+
+
+def _exact(x, k: int):
+    """top_ids without the prefilter."""
+    import torch
+
+    v = x.shape[1]
     vals, idx = torch.topk(x, min(k + 1, v), dim=1, largest=True, sorted=True)
+    kth, beyond = vals[:, k - 1], (vals[:, k] if k < v else None)
+    vals, idx = vals[:, :k], idx[:, :k]
     o = torch.argsort(idx, dim=1)  # ids ascending, then a stable sort by value
     vals, idx = vals.gather(1, o), idx.gather(1, o)
     o = torch.sort(vals, dim=1, descending=True, stable=True).indices
-    vals, idx = vals.gather(1, o), idx.gather(1, o)
-    out = idx[:, :k].clone()
-    if k < v:  # a tie across the k-th place: which tied ids make the list (rare)
-        for r in (vals[:, k - 1] == vals[:, k]).nonzero().flatten().tolist():
-            out[r] = torch.sort(x[r], descending=True, stable=True).indices[:k]
+    out = idx.gather(1, o)
+    if beyond is None:
+        return out
+    tied = (kth == beyond).nonzero().flatten()  # more ids hold the k-th value than places
+    for s in range(0, len(tied), TIE_ROWS):
+        rows = tied[s:s + TIE_ROWS]
+        greater = (vals[rows] > kth[rows, None]).sum(dim=1)
+        r, c = (x[rows] == kth[rows, None]).nonzero(as_tuple=True)  # ids ascending per row
+        start = torch.searchsorted(r, torch.arange(len(rows), device=x.device))
+        rank = torch.arange(len(r), device=x.device) - start[r]
+        keep = rank < k - greater[r]
+        out[rows[r[keep]], greater[r[keep]] + rank[keep]] = c[keep]
     return out
 
 

@@ -55,6 +55,15 @@ def main() -> None:
             and np.array_equal(fused.arrays["cand_label_rank"], ranks[1]))
         srt = -np.sort(-lr, axis=1)
         report["boundary_ties"] = int((srt[:, 9] == srt[:, 10]).sum())
+        # the torch lists alone, on bf16 rows where ties are the rule, not the exception
+        from runners.gpu.topk import top_ids
+
+        many = (torch.randn(300, 3000, generator=g) * 3).to(torch.bfloat16)
+        m32 = many.float().numpy()
+        msrt = -np.sort(-m32, axis=1)
+        report["stress_boundary_ties"] = int((msrt[:, 9] == msrt[:, 10]).sum())
+        report["stress_lists_equal"] = bool(np.array_equal(
+            top_ids(many).numpy(), np.argsort(-m32, axis=1, kind="stable")[:, :10]))
         report["inner_ties"] = int((srt[:, :9] == srt[:, 1:10]).any(axis=1).sum())
         noisy = analyse_hidden(ref_h, cand_h, head, nxt, Path(tmp) / "d", chunk_rows=chunk,
                                fused=True, logit_delta=True)

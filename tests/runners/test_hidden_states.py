@@ -189,6 +189,7 @@ def test_chunked_rebuild_fused_matches_host(interpreted):
     # host's and numpy's stable argsort, ties across the 10th place included
     assert interpreted["lists_equal"] and interpreted["lists_match_argsort"]
     assert interpreted["boundary_ties"] > 0 and interpreted["inner_ties"] > 0
+    assert interpreted["stress_lists_equal"] and interpreted["stress_boundary_ties"] > 30
     assert interpreted["logit_delta_diff"] == 0.0
 
 
