@@ -81,7 +81,7 @@ def summarise(per_position: dict[str, np.ndarray], ids: np.ndarray, floor: dict[
     summary: dict[str, Any] = {
         "positions": len(agree),
         "top1_agreement": top1,
-        "same_top_p": fig.same_top_p(agree),
+        "same_top_p": fig.same_top_p(agree) if isinstance(top1, float) else top1,
         "disagreements": int(dis.sum()),
         "near_tie_disagreements": int((dis & (margin < NEAR_TIE)).sum()),
         "first_disagreement": first,

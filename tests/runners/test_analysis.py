@@ -127,12 +127,37 @@ def test_every_figure_matches_the_float64_oracle(pair):
         assert ci["lo"] <= summary[key[:-5]]["mean"] <= ci["hi"]
 
 
-def test_the_tie_rule_is_the_stable_order():
+@pytest.mark.parametrize("vocab", [300, 3072, 4000])
+def test_the_tie_rule_is_the_stable_order(vocab):
+    """Exact lists where ties across the 10th place are common (logits on a 1/16 grid, as
+    bf16 holds them near 10): without the block prefilter (300 ids: fewer than 23 blocks of
+    128), with it (3,072 = 24 blocks), with a partial last block (4,000 = 31 x 128 + 32),
+    rows all equal (where the prefilter gives up and does the whole row) and rows an engine
+    returned only partly (NaN: unfilled slots -1)."""
+    from runners.analysis.topk import BLOCK, _prefilter, top_ids
+
+    rng = np.random.default_rng(vocab)
+    x = (np.round(rng.normal(size=(200, vocab)) * 48) / 16).astype(np.float32)
+    x[:3] = 1.0
+    x[3:6, 5:] = np.nan
+    full = np.where(np.isnan(x), -np.inf, x)
+    want = np.argsort(-full, axis=1, kind="stable")[:, :11]
+    top = np.take_along_axis(full, want, axis=1)
+    tied = top[:, 9] == top[:, 10]
+    if vocab // BLOCK > 22:  # the prefilter held for the tied rows, and gave up on others
+        _, whole = _prefilter(full, 10, vocab // BLOCK)
+        assert (tied[6:] & ~whole[6:]).sum() > 20 and whole[:3].all()
+    want = want[:, :10]
+    want[3:6, 5:] = -1  # only 5 entries returned there
+    assert np.array_equal(top_ids(x, 10), want)
+
+
+def test_the_tie_rule_on_a_coarse_grid():
+    ref, _, _ = _tied_pair()
     from runners.analysis.topk import top_ids
 
-    ref, _, _ = _tied_pair()
     srt = -np.sort(-ref, axis=1)
-    assert (srt[:, 9] == srt[:, 10]).sum() > 100  # ties across the 10th place are common here
+    assert (srt[:, 9] == srt[:, 10]).sum() > 100
     assert np.array_equal(top_ids(ref, 10), np.argsort(-ref, axis=1, kind="stable")[:, :10])
 
 
