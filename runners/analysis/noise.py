@@ -38,12 +38,15 @@ def same_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def _max_abs_delta(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per row: max |a - b| over entries both stored, and whether one stored an id the
-    other did not (top-k storage)."""
-    x, y = a.astype(np.float64), b.astype(np.float64)
-    na, nb = np.isnan(x), np.isnan(y)
-    d = np.where(na | nb, 0.0, np.abs(np.where(na | nb, 0.0, x - y)))
-    return d.max(axis=1), (na != nb).any(axis=1)
+    """Per row: max |a - b| (float64) over entries both stored, and whether one stored an
+    id the other did not (top-k storage)."""
+    d = a.astype(np.float64)
+    d -= b
+    np.abs(d, out=d)
+    na, nb = np.isnan(a), np.isnan(b)
+    if not (na.any() or nb.any()):
+        return d.max(axis=1), np.zeros(len(a), dtype=bool)
+    return np.where(na | nb, 0.0, d).max(axis=1), (na != nb).any(axis=1)
 
 
 def floor_figures(same: np.ndarray, kl_rc: np.ndarray, kl_cr: np.ndarray, agree: np.ndarray,
