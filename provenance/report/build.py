@@ -140,9 +140,12 @@ def figure_rows(s: dict[str, Any]) -> list[tuple[str, str]]:
             ("top-1 agreement (llama.cpp: same top p)", _marker(top1) or (
                 f"{_pct(top1)}{_err(same.get('stderr'), '.4%')} "
                 f"[{_pct(ci['top1_agreement']['lo'])}, {_pct(ci['top1_agreement']['hi'])}]"))]
-    for k, v in (s.get("topk_agreement") or {}).items():
-        if k != "1":
-            rows.append((f"top-{k} agreement (exllamav3)", _marker(v) or _pct(v)))
+    topk = s.get("topk_agreement") or {}
+    if _marker(topk):
+        rows.append(("top-K agreement (exllamav3)", _marker(topk)))
+    else:
+        rows += [(f"top-{k} agreement (exllamav3)", _marker(v) or _pct(v))
+                 for k, v in topk.items() if k != "1"]
     rows += [("disagreements (near-ties)",
               f"{s['disagreements']} ({s['near_tie_disagreements']})"),
              ("first disagreement", "none" if first is None else
