@@ -21,18 +21,28 @@ from provenance.model.disclosure import ITEMS, publish_problems
 
 def read_json_object(path: Path) -> dict[str, Any] | None:
     """The file as a JSON object, or None when it is not one (then it declares no KL)."""
-    from provenance.model.inputs import LIMITS, check_json_depth, open_input
+    from provenance.model.inputs import (
+        MAX_JSON_MEMORY,
+        check_json_shape,
+        check_text_memory,
+        open_input,
+    )
 
     with open_input(path, "result") as fh:  # a FIFO, a device or a huge file: one line
         data = fh.read(4096)
         if data.lstrip()[:1] != b"{":  # not a JSON object: no need to read the rest
             return None
-        data += fh.read(LIMITS["result"])
+        # a JSON object is parsed whole (it may declare KL): bounded like any JSON document
+        with open_input(path, "result", MAX_JSON_MEMORY // 2) as whole:
+            data = whole.read(MAX_JSON_MEMORY // 2)
+    check_text_memory(data, f"result {path}")  # before decoding: one emoji widens it all
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         return None
-    check_json_depth(text, f"result {path}")  # too deep is refused, not "declares no KL"
+    del data
+    # too deep or too big is refused, not read as "declares no KL"
+    check_json_shape(text, f"result {path}")
     try:
         doc = json.loads(text)
     except ValueError:
