@@ -190,9 +190,10 @@ def _depth(text: str) -> int:
 
 
 # Upper bounds measured with tracemalloc on CPython 3.11 (per element, parent slot included):
-# an object or array costs at most ~128 bytes beyond its text ([{"a":[]}]: 124), a value or key
-# behind a `,` or `:` at most ~72 (unique keys: 72, short strings: 59, floats: 32).
-_PER_CONTAINER, _PER_VALUE = 128, 72
+# an object or array costs at most ~128 bytes beyond its text ([{"a":[]}]: 124), a string
+# (value or key) ~72 (unique keys), any value behind a `,` or `:` ~40 (a float: 32).
+_PER_CONTAINER, _PER_STRING, _PER_VALUE = 128, 72, 40
+_SLACK = 64 << 10  # the parser's own buffers
 
 
 _ESCAPE_4 = re.compile(r"\\u[dD][89abAB]")  # a surrogate pair: an astral character
@@ -212,14 +213,19 @@ def _width(text: str) -> tuple[int, int]:
 
 def json_memory(text: str, stripped: str | None = None) -> int:
     """Bytes the text and its parsed objects take at most: the text, its strings once parsed
-    (each character as wide as the widest in the document), plus per object, array and
-    value. `stripped`: the text with its strings emptied, if the caller has it."""
+    (each character as wide as the widest in the document; twice where escapes make the
+    parser join a string from pieces), plus per object, array, string and value.
+    `stripped`: the text with its strings emptied, if the caller has it."""
     if stripped is None:
         stripped = _JSON_STRING.sub('""', text)
     own, parsed = _width(text)
+    if "\\" in text:
+        parsed *= 2
     containers = stripped.count("{") + stripped.count("[")
+    strings = stripped.count('"') // 2
     values = stripped.count(",") + stripped.count(":")
-    return (own + parsed) * len(text) + _PER_CONTAINER * containers + _PER_VALUE * values
+    return ((own + parsed) * len(text) + _PER_CONTAINER * containers + _PER_STRING * strings
+            + _PER_VALUE * values + _SLACK)
 
 
 def check_json_shape(text: str, what: str, max_depth: int = MAX_DEPTH,

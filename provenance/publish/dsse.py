@@ -108,7 +108,7 @@ def parse(data: bytes, check_payload: Callable[[int], None] | None = None) -> Op
         raise EnvelopeError("envelope has no payloadType")
     encoded = doc.get("payload")
     if check_payload is not None and isinstance(encoded, str):
-        check_payload(len(encoded) // 4 * 3)
+        check_payload(len(encoded) // 4 * 3 - encoded[-2:].count("="))
     payload = _b64(encoded, "payload")
     sigs = doc.get("signatures")
     if not isinstance(sigs, list) or not sigs:

@@ -154,3 +154,15 @@ def test_data_after_a_docker_archive_s_end_is_refused(tmp_path: Path) -> None:
         fh.write(HIDDEN)
     _refused(_prov("pin", f"docker-archive:{out}", "-o", str(tmp_path / "lock.toml")),
              "end-of-archive")
+
+
+def test_names_from_the_image_are_printed_as_they_are(tmp_path: Path) -> None:
+    """A file name is data, never console markup: `[/bold]` once crashed `prov pin` (rich
+    raised on the stray closing tag) and `[files]` vanished from its summary."""
+    name = f"{SITE}/[/bold][red]x[/red]"
+    stream = _tar({"etc/os-release": OS_RELEASE, f"{SITE}/six-1.17.0.dist-info/METADATA": META,
+                   f"{SITE}/six-1.17.0.dist-info/RECORD": b"six.py,,\n", name: b"x"})
+    src = _image(tmp_path, gzip.compress(stream, mtime=0), GZIP_LAYER, stream)
+    proc = _prov("pin", src, "-o", str(tmp_path / "lock.toml"))
+    assert proc.returncode == 0, proc.stderr
+    assert f"/{name}" in proc.stdout
