@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from containers.decompress import Decompressed, Reader
 from containers.errors import ImageError
@@ -65,6 +66,19 @@ class LayerRead:
 
 # on_layer(index, read, staged_files): after each listing, DiffID known, digest verified
 OnLayer = Callable[[int, LayerRead, dict[str, bytes]], None]
+
+
+class Staged(NamedTuple):
+    """What one layer blob holds, staged apart from the view until it is merged."""
+
+    files: dict[str, bytes]  # wanted files' bytes
+    names: set[str]  # name-only wanted files
+    links: dict[str, str]  # symlinks
+    regular: set[str]  # every regular file (it hides a lower symlink or file)
+    whiteouts: set[str]
+    opaque: set[str]
+    hashed: dict[str, FileDigest]  # file digests (when the walk hashes files)
+    nested: list[str]  # paths with a parent: what a later listing checks again
 
 
 @dataclass
@@ -200,7 +214,7 @@ def walk(
     """
     view = FileView()
     hasher = FileHasher() if hash_files else None
-    kept: dict[str, tuple[tuple, LayerRead]] = {}  # blob digest -> its staged entries, read
+    kept: dict[str, tuple[Staged, LayerRead]] = {}  # blob digest -> what its read found
     try:
         for layer in layers:
             done = kept.pop(layer.key, None) if layer.key else None
@@ -212,20 +226,20 @@ def walk(
                 kept[layer.key] = (staged, read)
             _merge(view, staged, layer.index)
             if on_layer is not None:
-                on_layer(layer.index, read, staged[0])
+                on_layer(layer.index, read, staged.files)
     finally:
         if hasher is not None:
             hasher.close()
     return view
 
 
-def _again(view: FileView, layer: Layer, staged: tuple) -> tuple:
+def _again(view: FileView, layer: Layer, staged: Staged) -> Staged:
     """A blob's staged entries applied again as `layer`: its paths checked against the view
     as it is now, its file digests relabelled to this listing."""
-    for path in staged[7]:  # the blob's own links were judged in order when it was read
+    for path in staged.nested:  # the blob's own links were judged in order when it was read
         _check_through_links(view, layer.what, path, {})
-    hashed = {p: d._replace(layer=layer.index) for p, d in staged[6].items()}
-    return (*staged[:6], hashed, staged[7])
+    return staged._replace(hashed={p: d._replace(layer=layer.index)
+                                   for p, d in staged.hashed.items()})
 
 
 def _read_blob(
@@ -234,7 +248,7 @@ def _read_blob(
     wants: Wants,
     on_bytes: Callable[[int, int], None] | None,
     hasher: FileHasher | None,
-) -> tuple[tuple, LayerRead]:
+) -> tuple[Staged, LayerRead]:
     """Stream one layer blob: what it stages, and what its read found."""
     raw = layer.open()
     stream = Decompressed(raw, layer.what)
@@ -248,7 +262,7 @@ def _read_blob(
     try:
         staged = _read_layer(layer, chunk, wants, view, hasher)
         if hasher is not None:
-            hasher.settle(staged[6])
+            hasher.settle(staged.hashed)
         stream.drain()
         # the verifying reader raises here if the blob's bytes do not match its digest
         drain = getattr(raw, "drain", None)
@@ -260,9 +274,9 @@ def _read_blob(
     return staged, read
 
 
-def _merge(view: FileView, staged: tuple, idx: int) -> None:
+def _merge(view: FileView, staged: Staged, idx: int) -> None:
     """Apply one layer's deletions, then its entries, to the view."""
-    staged_files, staged_names, staged_links, regular, whiteouts, opaque, hashed = staged[:7]
+    staged_files, staged_names, staged_links, regular, whiteouts, opaque, hashed, _ = staged
     _delete(view, whiteouts, opaque, idx)
     for path in staged_files:
         view.links.pop(path, None)
@@ -331,7 +345,7 @@ def _read_layer(
     wants: Wants,
     view: FileView,
     hasher: FileHasher | None,
-):
+) -> Staged:
     """One layer's staged entries; the digest checks run when its stream is drained."""
     staged_files: dict[str, bytes] = {}
     staged_names: set[str] = set()
@@ -416,4 +430,5 @@ def _read_layer(
         if view.retained + staged_bytes > MAX_RETAINED:
             raise ImageError(f"{layer.what}: package metadata over {MAX_RETAINED >> 20} MiB "
                              "in memory; refused")
-    return staged_files, staged_names, staged_links, regular, whiteouts, opaque, hashed, nested
+    return Staged(staged_files, staged_names, staged_links, regular, whiteouts, opaque, hashed,
+                  nested)
