@@ -16,12 +16,12 @@ from provenance.model.inputs import InputError
 
 MiB = 1 << 20
 # The in-toto statement: the bare attestation, or the payload of the DSSE envelope. Real ones
-# are far smaller: 10,000 members (the most a bundle holds) take ~2 MiB of descriptors.
+# are far smaller: 10,000 members (the most a bundle holds) take ~1.5 MB of descriptors.
 MAX_STATEMENT_BYTES = 8 * MiB
 # The envelope: the statement's base64 plus its signatures.
 MAX_ENVELOPE_BYTES = 4 * ((MAX_STATEMENT_BYTES + 2) // 3) + 64 * 1024
 # Each other document verify parses: run records, manifests, the SBOM, disclosure cards, the
-# exchanges (prov's own for a 734-package image are ~1 MiB).
+# exchanges.
 MAX_DOCUMENT_BYTES = 16 * MiB
 # ... and its text plus parsed objects (the model's `json_memory` estimate): verify holds a
 # document more than once (the SBOM: its text, the schema validator's parse, its own, and the

@@ -19,8 +19,20 @@ from typing import Any
 from provenance.model.disclosure import ITEMS, publish_problems
 
 
-def read_json_object(path: Path) -> dict[str, Any] | None:
-    """The file as a JSON object, or None when it is not one (then it declares no KL)."""
+def read_json_object(path: Path, name: str | None = None) -> dict[str, Any] | None:
+    """The file as a JSON object, or None when it is not one (then it declares no KL).
+    `name`: what messages call it (a bundle member, not the temp file it was unpacked to)."""
+    from provenance.model.inputs import InputError, shown
+
+    try:
+        return _json_object(path)
+    except InputError as exc:
+        if name is None:
+            raise
+        raise InputError(str(exc).replace(shown(path), name)) from None
+
+
+def _json_object(path: Path) -> dict[str, Any] | None:
     from provenance.model.inputs import (
         MAX_JSON_MEMORY,
         check_json_shape,

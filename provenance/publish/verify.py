@@ -5,7 +5,10 @@ nothing else may be there.
 
 Steps (numbered here and in the output, like sigstore-python's verifier):
   1. bundle opened: a directory or .tar.gz (read streaming, within size bounds, gzip CRC
-     checked) of plain files only (no links, devices, duplicates) with one attestation
+     checked, nothing but NUL padding after the tar's end) of plain files only (no links,
+     devices, duplicates) with one attestation; every file within its bound (bounds.py: by
+     size before it is read, each document's parse by the memory estimate), else one line
+     and exit 2
   2. envelope and signature: strict DSSE (unique keys, no unknown fields, canonical
      base64), payloadType, ed25519 over PAE with --key and the keyid it claims; without a
      trusted key this step FAILS unless --no-signature says authenticity is not wanted
@@ -375,7 +378,7 @@ class _Verifier:
         names = {d["name"] for d in self.byproducts}
         s.verdict = PASS
         for subj in self.subjects:
-            doc = kl.read_json_object(self.root / subj["name"])
+            doc = kl.read_json_object(self.root / subj["name"], subj["name"])
             if issues := kl.result_card_problems(doc):
                 _fail(s, kl.not_strict_summary(subj["name"], issues))
             if doc and doc.get("format") == "prov-result/1":
