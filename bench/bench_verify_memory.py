@@ -10,13 +10,15 @@ signed again with the RIGHT key, in three shapes an attacker picks freely:
   nodes    a list of small objects (what a JSON parser turns into many Python objects)
 and the same bundle as a .tar.gz. Every measurement is a fresh process: a launcher whose only
 child is prov, reporting RUSAGE_CHILDREN's ru_maxrss (the child's own peak; the launcher is
-small). --tree runs another prov source tree (PYTHONPATH), e.g. /work/main for "before".
+small). --before DIR also runs another prov source tree (PYTHONPATH) on the cases named by
+--before-cases (FILE:SHAPE:MB, e.g. statement:string:10), right after this tree's run.
 """
 
 from __future__ import annotations
 
 import argparse
 import base64
+import itertools
 import json
 import os
 import shutil
@@ -114,13 +116,16 @@ def padded(bundle: Path, key: Path, out: Path, target: str, shape: str, mb: int)
 def measure(tree: str, target: Path, pub: Path) -> dict:
     env = {**os.environ, "PYTHONPATH": tree}
     argv = [sys.executable, "-c", _LAUNCHER, *PROV, "verify", str(target), "--key", str(pub)]
-    proc = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=1800)
+    # cwd: not a source tree (`python -c` puts the cwd before PYTHONPATH on sys.path)
+    proc = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=1800,
+                          cwd=target.parent)
     return json.loads(proc.stdout)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--tree", default=str(HERE))
+    ap.add_argument("--before", help="another prov source tree, run beside this one")
+    ap.add_argument("--before-cases", default="statement:string:10")
     ap.add_argument("--sizes", default="10,40,400")
     ap.add_argument("--shapes", default=",".join(SHAPES))
     ap.add_argument("--archive", action="store_true", help="also each bundle as a .tar.gz")
@@ -138,8 +143,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-verify-") as tmp:
         root = Path(tmp)
         bundle, priv, pub = base_bundle(root)
-        rows.append({"file": "-", "shape": "-", "mb": 0, "form": "directory",
-                     "file_mb": 0.0, **measure(args.tree, bundle, pub)})
+        rows.append({"tree": "after", "file": "-", "shape": "-", "mb": 0, "form": "directory",
+                     "file_mb": 0.0, **measure(str(HERE), bundle, pub)})
         print(rows[-1], flush=True)
         for target, shape, mb in cases:
             case = root / "case"
@@ -152,31 +157,43 @@ def main() -> None:
             if args.archive:
                 write_tar_gz(case, root / "case.tar.gz")
                 forms.append(("tar.gz", root / "case.tar.gz"))
-            for form, path in forms:
-                row = {"file": name, "shape": shape, "mb": mb, "form": form, "file_mb": size,
-                       **measure(args.tree, path, pub)}
+            trees = [("after", str(HERE))]
+            if args.before and f"{target}:{shape}:{mb}" in args.before_cases.split(","):
+                trees.append(("before", args.before))
+            for (form, path), (label, tree) in itertools.product(forms, trees):
+                row = {"tree": label, "file": name, "shape": shape, "mb": mb, "form": form,
+                       "file_mb": size, **measure(tree, path, pub)}
                 rows.append(row)
                 print(row, flush=True)
             shutil.rmtree(case)
             (root / "case.tar.gz").unlink(missing_ok=True)
     if args.out:
-        write(args.out, rows, args.tree)
+        from bench_images_scale import _described
+
+        write(args.out, rows, _described(args.before))
 
 
-def write(out: Path, rows: list[dict], tree: str) -> None:
+def write(out: Path, rows: list[dict], tree: str | None) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    doc = {"bench": "bench/bench_verify_memory.py", "tree": tree, "cpu_count": os.cpu_count(),
+    doc = {"bench": "bench/bench_verify_memory.py", "before": tree, "cpu_count": os.cpu_count(),
            "python": sys.version.split()[0], "rows": rows}
     (out / "verify-memory.json").write_text(json.dumps(doc, indent=2) + "\n")
-    lines = ["# `prov verify` peak RSS on huge attestations (issue #30)", "",
-             "Fresh process per row; peak = ru_maxrss of the prov child. Produced by "
-             "`bench/bench_verify_memory.py`.", "",
-             "| file padded | shape | form | file MB | exit | peak RSS MB | wall s | outcome |",
-             "|---|---|---|---:|---:|---:|---:|---|"]
+    lines = ["# `prov verify` peak RSS on padded bundles (issue #30)", "",
+             "A real signed bundle whose statement, SBOM, manifest or a JSON result was padded "
+             "in one shape (string: one long string; escapes: the same as `\\n`; astral: "
+             "ASCII plus one emoji as an escape; astral-raw: the emoji as UTF-8; nodes: a "
+             "list of `{\"a\":1}`) and signed again with the right key. Fresh process per "
+             "row; peak = ru_maxrss of the prov child; `before` is the tree before this work. "
+             "Produced by `bench/bench_verify_memory.py`.", "",
+             "| tree | file padded | shape | form | file MB | exit | peak RSS MB | wall s | "
+             "outcome |",
+             "|---|---|---|---|---:|---:|---:|---:|---|"]
     for r in rows:
-        lines.append(f"| {r['file']} | {r['shape']} | {r['form']} | {r['file_mb']} | "
-                     f"{r['exit']} | {r['peak_rss_mb']} | {r['wall_s']} | "
-                     f"{r['message'][:120]} |")
+        name = "manifests/HEX.json" if r["file"].startswith("manifests/") else r["file"]
+        outcome = "verified" if r["exit"] == 0 else r["message"].replace("|", "/")
+        lines.append(f"| {r['tree']} | {name} | {r['shape']} | {r['form']} | "
+                     f"{r['file_mb']} | "
+                     f"{r['exit']} | {r['peak_rss_mb']} | {r['wall_s']} | {outcome[:120]} |")
     (out / "verify-memory.md").write_text("\n".join(lines) + "\n")
 
 
