@@ -25,12 +25,16 @@ $(BIN)/.installed: pyproject.toml $(LOCK)
 verify-lock: venv
 	$(BIN)/prov verify --lock $(LOCK)
 
-# Refresh the lock from a fresh environment resolved from pyproject.toml.
+# Refresh the lock from a fresh environment resolved from pyproject.toml. torch's +cpu wheel
+# comes from pip's configured wheel directory, which no index serves; `prov lock` takes a
+# local file only from a directory it is told about (and only if its files are the ones
+# installed), so the directory is named here.
+LOCK_FIND_LINKS ?= $(PIP_FIND_LINKS)
 lock:
 	rm -rf .venv-lock
 	$(PYTHON) -m venv .venv-lock
 	.venv-lock/bin/python -m pip install -q -e '.[test]'
-	.venv-lock/bin/prov lock --out $(LOCK)
+	.venv-lock/bin/prov lock --out $(LOCK) $(foreach d,$(LOCK_FIND_LINKS),--find-links $(d))
 	rm -rf .venv-lock
 
 venv: $(BIN)/.installed

@@ -44,9 +44,10 @@ sys.path.insert(0, str(ROOT))
 
 SCAN = (
     "import resource, sys, time; t = time.perf_counter(); from containers import scan_image; "
+    "from lockfiles.image_lock import lock_packages; "
     "s = scan_image(sys.argv[1], verify_files=sys.argv[2] == '1'); "
     "e = time.perf_counter() - t; f = s.files or {}; "
-    "print(e, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, len(s.packages()), "
+    "print(e, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, len(lock_packages(s.facts())), "
     "len(s.layers), sum(c.checked for c in f.values()))"
 )
 

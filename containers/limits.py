@@ -21,6 +21,7 @@ _BY_BASENAME = {
     "INSTALLER": 64 * KiB,
     "os-release": 64 * KiB,
     "status": 64 * MiB,  # var/lib/dpkg/status
+    "installed": 64 * MiB,  # lib/apk/db/installed (every file's line and checksum)
 }
 _BY_SUFFIX = (
     (".json", 16 * MiB),  # conda-meta records, cuda version.json

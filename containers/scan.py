@@ -2,25 +2,17 @@
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from containers.catalog import (
-    DpkgHistory,
-    PythonDist,
-    PythonHistory,
-    cuda_section,
-    os_section,
-    python_dists,
-    python_section,
-    wants,
-    wants_verifying,
-)
+from containers.catalog import DbHistory, databases_in, os_section, wants, wants_verifying
+from containers.cuda_stack import cuda_section
 from containers.digest import chain_ids
+from containers.dists import PythonDist, PythonHistory, python_dists, python_section
 from containers.errors import ImageError
+from containers.filehash import FileHasher
 from containers.mediatypes import check_layer_type, compression_note
 from containers.owners import library_owners
 from containers.resolve import check_config
@@ -73,10 +65,12 @@ class ImageScan:
         return self.opened.reference
 
     def image_section(self) -> dict[str, Any]:
-        from provenance.model.redact import redact_argv, redact_value
+        from provenance.model.redact import KnownSecrets, redact_text
 
         r = self.opened.resolved
         cfg = r.config.get("config") if isinstance(r.config.get("config"), dict) else {}
+        known = KnownSecrets()  # a value hidden in ENV is hidden in history lines too
+        config = _config_section(cfg, known)  # first: it fills `known`
         sec: dict[str, Any] = {
             "source": self.opened.source,
             "config_digest": r.config_digest,
@@ -88,7 +82,7 @@ class ImageScan:
         if r.index_digest:
             sec["index_digest"] = r.index_digest
         if self.opened.reference:
-            sec["reference"] = self.opened.reference
+            sec["reference"] = redact_text(self.opened.reference)
         if self.opened.repo_tags:
             sec["repo_tags"] = list(self.opened.repo_tags)
         if self.opened.repo_digests:
@@ -107,31 +101,13 @@ class ImageScan:
             if li.size is not None:
                 entry["size"] = li.size
             if li.created_by:
-                entry["created_by"] = redact_command(li.created_by)
+                entry["created_by"] = redact_command(li.created_by, known)
             if li.created:
                 entry["created"] = li.created
             layers[str(li.index)] = entry
         sec["layers"] = layers
-        config: dict[str, Any] = {}
-        env: dict[str, Any] = {}
-        for item in cfg.get("Env") or []:
-            if isinstance(item, str):
-                name, _, value = item.partition("=")
-                env[name] = redact_value(name, value)
-        if env:
-            config["env"] = env
-        for key, out in (("Entrypoint", "entrypoint"), ("Cmd", "cmd")):
-            value = cfg.get(key)
-            if isinstance(value, list) and value:
-                config[out] = redact_argv([str(v) for v in value])
-        for key, out in (("WorkingDir", "working_dir"), ("User", "user")):
-            if isinstance(cfg.get(key), str) and cfg[key]:
-                config[out] = cfg[key]
-        labels = cfg.get("Labels")
-        if isinstance(labels, dict) and labels:
-            config["labels"] = {str(k): redact_value(str(k), str(v)) for k, v in labels.items()}
         if config:
-            sec["config"] = config
+            sec["config"] = known.hide_in_tree(config) if known else config
         return sec
 
     def facts(self) -> dict[str, Any]:
@@ -164,35 +140,41 @@ class ImageScan:
             out[key] = entry
         return out
 
-    def packages(self) -> dict[str, dict[str, Any]]:
-        """`dpkg:<name>` and `python:<name>` -> {version, layer}: what a lock pins."""
-        out: dict[str, dict[str, Any]] = {}
-        for name, f in (self.os.get("dpkg") or {}).items():
-            out[f"dpkg:{name}"] = {"version": f["version"], "layer": f["layer"]}
-        for name, f in (self.python.get("packages") or {}).items():
-            entry = {"version": f["version"], "layer": f["layer"]}
-            if str(f.get("fingerprint", "")).startswith("sha256:"):
-                entry["fingerprint"] = f["fingerprint"]
-            out[f"python:{name}"] = entry
-        return out
+
+def redact_command(text: str, known=None) -> str:
+    """A build command (a history line `/bin/sh -c ...`, `|2 TOKEN=x /bin/sh -c ...`) with
+    secrets hidden by the one redaction pass (model.redact.redact_command_text), its
+    spacing kept."""
+    from provenance.model.redact import redact_command_text
+
+    return redact_command_text(text, known=known)
 
 
-def redact_command(text: str) -> str:
-    """A build command with secrets redacted word by word (`--token X`, `KEY=value` with a
-    secret-looking name, credentials in URLs), its spacing kept."""
+def _config_section(cfg: dict[str, Any], known) -> dict[str, Any]:
+    """The config's Env, Entrypoint, Cmd, WorkingDir, User and Labels, each through the one
+    redaction pass; what it hides is added to `known` (model.redact.KnownSecrets)."""
     from provenance.model.redact import redact_argv, redact_value
 
-    parts = re.split(r"(\s+)", text)
-    words = [p for p in parts[::2]]
-    clean = redact_argv(words)
-    out = []
-    for word, red in zip(words, clean, strict=True):
-        name, eq, value = word.partition("=")
-        if eq and name.isidentifier():  # an env assignment: keep the name
-            red = f"{name}={redact_value(name, value)}"
-        out.append(red)
-    parts[::2] = out
-    return "".join(parts)
+    config: dict[str, Any] = {}
+    env: dict[str, Any] = {}
+    for item in cfg.get("Env") or []:
+        if isinstance(item, str):
+            name, _, value = item.partition("=")
+            env[name] = redact_value(name, value, known=known)
+    if env:
+        config["env"] = env
+    for key, out in (("Entrypoint", "entrypoint"), ("Cmd", "cmd")):
+        value = cfg.get(key)
+        if isinstance(value, list) and value:
+            config[out] = redact_argv([str(v) for v in value], known=known)
+    for key, out in (("WorkingDir", "working_dir"), ("User", "user")):
+        if isinstance(cfg.get(key), str) and cfg[key]:
+            config[out] = cfg[key]
+    labels = cfg.get("Labels")
+    if isinstance(labels, dict) and labels:
+        config["labels"] = {str(k): redact_value(str(k), str(v), known=known)
+                            for k, v in labels.items()}
+    return config
 
 
 def _history(config: dict[str, Any], n_layers: int) -> list[dict[str, Any]]:
@@ -226,8 +208,10 @@ def scan_opened(
         )
     for i, desc in enumerate(r.layers):  # before any byte is read
         check_layer_type(desc.media_type, f"{opened.source}: layer {i}")
-    history = DpkgHistory()
+    history = DbHistory()
     py_history = PythonHistory()
+    hasher = FileHasher() if verify else None
+    databases: set[str] = set()  # the OS package databases the layers so far hold
     notes: list[str] = []
 
     def on_layer(index: int, read: LayerRead, staged: dict[str, bytes]) -> None:
@@ -243,6 +227,9 @@ def scan_opened(
             notes.append(note)
         history.on_layer(index, staged)
         py_history.on_layer(index, staged)
+        if hasher is not None:
+            databases.update(databases_in(staged))
+            hasher.narrow(databases)
         if progress is not None:
             progress("end", index, read.compressed, r.layers[index].size)
 
@@ -268,10 +255,10 @@ def scan_opened(
         wants_verifying if verify else wants,
         on_layer=on_layer,
         on_bytes=on_bytes,
-        hash_files=verify,
+        hash_files=hasher or False,
     )
     warnings = list(opened.notes) + notes + view.warnings
-    os_sec = os_section(view, history, warnings)
+    os_sec, parsed = os_section(view, history)
     machine = r.platform.split("/")
     os_sec["system"] = machine[0] if machine else ""
     if len(machine) > 1:
@@ -279,11 +266,11 @@ def scan_opened(
     dists = python_dists(view, set((os_sec.get("dpkg") or {}).keys()), warnings, py_history)
     py = python_section(dists)
     libs = set(view.names)  # shared objects (catalog.wants); owners decide which are CUDA's
-    owners = library_owners(view, dists, os_sec.get("dpkg") or {}, libs)
+    owners = library_owners(view, dists, parsed, libs)
     cu = cuda_section(view, os_sec, py, owners)
     files = coverage = None
     if verify:
-        files, coverage = verify_files(view, dists, os_sec.get("dpkg") or {}, all_files)
+        files, coverage = verify_files(view, dists, parsed, all_files)
     return ImageScan(opened, infos, os_sec, py, dists, cu, warnings, files, coverage)
 
 

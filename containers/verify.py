@@ -13,6 +13,8 @@ here they meet the claims, all read from the same final view:
   (md5sums leaves them out; `dpkg --verify` checks both).
 - conda: `<prefix>/conda-meta/*.json` `paths_data.paths[]` (`sha256_in_prefix` when the
   installer rewrote the prefix, else `sha256`), paths relative to the prefix.
+- apk: every `R:` file of `lib/apk/db/installed` with its `Z:` checksum (SHA-1, base64 after
+  `Q1`); a claimed symlink's checksum is of its target, compared as such.
 
 Claimed paths are resolved through the image's symlinks (a usr-merged `bin/bash` is
 `usr/bin/bash`). A claimed file that is not a regular file of the final view is missing;
@@ -30,11 +32,14 @@ byte-code is skipped: the interpreter writes it at import time, unlisted.
 
 from __future__ import annotations
 
+import hashlib
 import posixpath
 from dataclasses import dataclass, field
+from typing import Any
 
-from containers.catalog import INFO, STATUS_D, PythonDist
-from containers.catalogers import python_dist
+from containers.catalogers import apk, python_dist
+from containers.catalogers.dpkg import INFO, STATUS_D
+from containers.dists import PythonDist, dist_keys
 from containers.filehash import FileDigest
 from containers.jsondoc import load_content
 from containers.walk import FileView
@@ -94,7 +99,31 @@ Claimants = dict[str, list[tuple[str, str, bytes]]]
 
 def _actual(d: FileDigest, algo: str) -> bytes | None:
     """The view's digest in `algo` (None: not taken; a RECORD may name sha384/sha512)."""
-    return d.sha256 if algo == "sha256" else d.md5 if algo == "md5" else None
+    if algo == "sha256":
+        return d.sha256
+    return d.md5 if algo == "md5" else d.sha1 if algo == "sha1" else None
+
+
+def _link(view: FileView, path: str) -> tuple[str, tuple[int, str]] | None:
+    """(its path in the view, (layer, target)) when `path` itself is a symlink (its
+    directories resolved): apk claims a symlink by the checksum of its target."""
+    parent, _, name = path.rpartition("/")
+    real = view.resolve(parent) if parent else ""
+    if real is None:
+        return None
+    here = f"{real}/{name}" if real else name
+    link = view.links.get(here)
+    return (here, link) if link is not None else None
+
+
+def _check_link(out: PackageCheck, path: str, link: tuple, claim: tuple, installed) -> None:
+    """One claimed symlink: the digest of its target text against the claim."""
+    (layer, target), (algo, want) = link, claim
+    got = hashlib.new(algo, target.encode("utf-8", "surrogateescape")).digest()
+    out.checked += 1
+    if got != want:
+        out.modified.append(FileIssue("/" + path, layer, f"{algo}:{want.hex()}",
+                                      f"{algo}:{got.hex()}", installed))
 
 
 def _matching_other(key: str, found: FileDigest, others: list) -> str:
@@ -116,8 +145,13 @@ def check_claims(
     kind (KINDS); `claimants` (every package's claims by path) tells a file another package
     installed over this one's, or one dpkg vouches for, from a modified one."""
     out = PackageCheck()
+    links = key.startswith("apk:")  # apk's checksum of a symlink is of its target
     for path in sorted(claims):
         algo, want = claims[path]
+        link = _link(view, path) if links else None
+        if link is not None:
+            _check_link(out, path, link[1], claims[path], installed)
+            continue
         real = view.resolve(path)
         found = view.digests.get(real) if real is not None else None
         expected = f"{algo}:{want.hex()}"
@@ -220,33 +254,45 @@ def conda_listed(prefix: str, data: bytes) -> set[str]:
     return {posixpath.normpath(f"{prefix}/{n}").lstrip("/") for n in names}
 
 
-def dpkg_claims(view: FileView, dpkg_keys: list[str]) -> dict[str, Claims]:
+def dpkg_claims(view: FileView, packages: list[tuple[Any, int]]) -> dict[str, Claims]:
     """`dpkg:<key>` -> claims, for every installed package with an md5sums file or
     conffiles (their md5 in the status stanza, which `dpkg --verify` checks too)."""
-    from containers.catalog import STATUS
-    from containers.catalogers.dpkg import parse_conffiles
-
     out: dict[str, Claims] = {}
-    for key in dpkg_keys:
-        names = (key, key.split(":")[0]) if ":" in key else (key,)
-        for name in names:
+    for pkg, _ in packages:
+        key = pkg.key
+        for name in (key, key.split(":")[0]) if ":" in key else (key,):
             found = view.files.get(f"{INFO}{name}.md5sums")
             found = found or view.files.get(f"{STATUS_D}{name}.md5sums")  # distroless
             if found is not None:
                 out[f"dpkg:{key}"] = md5sums_claims(found[1])
                 break
-    status = view.files.get(STATUS)
-    conffiles = parse_conffiles(status[1].decode("utf-8", "replace")) if status else {}
-    for key, entries in conffiles.items():
-        if key not in dpkg_keys:
+    for pkg, _ in packages:
+        if not pkg.conffiles:
             continue
-        claims = out.setdefault(f"dpkg:{key}", {})
-        for path, digest in entries:
+        claims = out.setdefault(f"dpkg:{pkg.key}", {})
+        for path, digest in pkg.conffiles:
             try:
                 claims.setdefault(path.lstrip("/"), ("md5", bytes.fromhex(digest)))
             except ValueError:
                 continue
     return out
+
+
+def apk_claims(packages: list[tuple[Any, int]]) -> tuple[dict[str, Claims], set[str]]:
+    """`apk:<name>` -> claims (every file with a `Z:` checksum apk writes), and every path
+    the database lists (with a checksum or not)."""
+    out: dict[str, Claims] = {}
+    listed: set[str] = set()
+    for pkg, _ in packages:
+        claims: Claims = {}
+        for path, checksum in pkg.files:
+            listed.add(path)
+            found = apk.checksum_digest(checksum) if checksum else None
+            if found is not None:
+                claims[path] = found
+        if claims:
+            out[f"apk:{pkg.key}"] = claims
+    return out, listed
 
 
 def python_claims(view: FileView, dists: list[tuple[str, PythonDist]]) -> dict[str, Claims]:
@@ -311,8 +357,11 @@ def unclaimed(
 def _claimants(view: FileView, claims: dict[str, Claims]) -> Claimants:
     out: Claimants = {}
     for key, c in claims.items():
+        links = key.startswith("apk:")
         for path, (algo, want) in c.items():
-            out.setdefault(view.resolve(path) or path, []).append((key, algo, want))
+            link = _link(view, path) if links else None
+            where = link[0] if link is not None else view.resolve(path) or path
+            out.setdefault(where, []).append((key, algo, want))
     return out
 
 
@@ -372,17 +421,20 @@ def file_coverage(
 
 
 def verify_files(
-    view: FileView, dists: list[PythonDist], dpkg: dict[str, dict], all_files: bool = False
+    view: FileView, dists: list[PythonDist], databases: dict[str, list],
+    all_files: bool = False,
 ) -> tuple[dict[str, PackageCheck], Coverage]:
     """Every package's file check, keyed as the lock keys packages (plus `unowned:` keys,
-    and with `all_files` the UNLISTED key), and what the check covered;
-    `dpkg` is the os section's packages (their layers say when each was installed)."""
-    from containers.catalog import dist_keys
-
+    and with `all_files` the UNLISTED key), and what the check covered; `databases`: the
+    OS databases' (package, layer that installed it) lists (`catalog.os_section`)."""
     keyed = dist_keys(dists)
-    claims = dpkg_claims(view, list(dpkg))
+    os_packages = [(kind, pkg, layer) for kind, found in databases.items()
+                   for pkg, layer in found]
+    claims = dpkg_claims(view, databases.get("dpkg", []))
+    apk_found, apk_listed = apk_claims(databases.get("apk", []))
+    claims.update(apk_found)
     claims.update(python_claims(view, keyed))
-    layers = {f"dpkg:{k}": f.get("layer") for k, f in dpkg.items()}
+    layers = {f"{kind}:{pkg.key}": layer for kind, pkg, layer in os_packages}
     layers.update((key, dist.facts.get("layer")) for key, dist in keyed)
     everyone = _claimants(view, claims)
     checks = {
@@ -398,6 +450,7 @@ def verify_files(
             sites.setdefault(site, []).append(key)
     claimed = set(everyone)
     claimed.update(view.resolve(p) or p for paths in listed.values() for p in paths)
+    claimed.update(view.resolve(p) or p for p in apk_listed)
     for site, keys in sorted(sites.items()):
         for key, issues in unclaimed(view, site, listed, keys, claimed).items():
             checks.setdefault(key, PackageCheck()).unclaimed.extend(sorted(issues, key=_by_path))

@@ -22,7 +22,7 @@ from typing import NamedTuple
 
 from containers.decompress import Decompressed, Reader
 from containers.errors import ImageError
-from containers.filehash import FileDigest, FileHasher, digest_bytes
+from containers.filehash import FileDigest, FileHasher
 from containers.limits import MAX_RETAINED, member_limit
 from containers.tarstream import (
     BLOCKDEV,
@@ -204,16 +204,18 @@ def walk(
     wants: Wants,
     on_layer: OnLayer | None = None,
     on_bytes: Callable[[int, int], None] | None = None,
-    hash_files: bool = False,
+    hash_files: bool | FileHasher = False,
 ) -> FileView:
     """Stream every layer blob once; returns the final view of wanted files.
 
     on_layer runs after each listing; on_bytes(index, compressed_bytes_so_far) feeds a
     progress bar. hash_files: every regular file's body is also hashed as it streams past
-    (`FileView.digests`).
+    (`FileView.digests`), by the FileHasher given (whose algorithms the caller may change
+    between layers).
     """
     view = FileView()
-    hasher = FileHasher() if hash_files else None
+    hasher = hash_files if isinstance(hash_files, FileHasher) else (
+        FileHasher() if hash_files else None)
     kept: dict[str, tuple[Staged, LayerRead]] = {}  # blob digest -> what its read found
     try:
         for layer in layers:
@@ -235,7 +237,8 @@ def walk(
 
 def _again(view: FileView, layer: Layer, staged: Staged) -> Staged:
     """A blob's staged entries applied again as `layer`: its paths checked against the view
-    as it is now, its file digests relabelled to this listing."""
+    as it is now, its file digests (taken with the algorithms of its first read)
+    relabelled to this listing."""
     for path in staged.nested:  # the blob's own links were judged in order when it was read
         _check_through_links(view, layer.what, path, {})
     return staged._replace(hashed={p: d._replace(layer=layer.index)
@@ -424,7 +427,7 @@ def _read_layer(
             continue
         data = read_body()
         if hasher is not None:
-            hashed[path] = digest_bytes(idx, path, data)
+            hashed[path] = hasher.digest_bytes(idx, path, data)
         staged_files[path] = want(data) if callable(want) else data
         staged_bytes += len(staged_files[path])
         if view.retained + staged_bytes > MAX_RETAINED:

@@ -1,21 +1,28 @@
-"""Where a locked package's artifact hash comes from, since an installed environment does
-not keep the wheel it was installed from.
+"""Where a locked package's artifact comes from, since an installed environment does not
+keep the wheel it was installed from, and its installer records the origin only for a
+direct URL or path install (PEP 610 `direct_url.json`; pip and uv write nothing for an
+index or `--find-links` install).
 
-Sources, tried in order, each recorded with the hash (`tool.prov.hash-source`):
-1. `direct_url.json` (PEP 610) archive hashes, written by the installer itself;
-2. wheel files in local `--find-links` directories, hashed here;
-3. a package index's simple API (PEP 691 JSON, PEP 503 HTML `#sha256=` links).
-When none answers, the lock says so; no hash is ever invented.
+Sources, each recorded with the artifact (`tool.prov.hash-source`):
+1. `direct_url.json`: the URL or path the installer recorded, with its archive hash (pip
+   records one; uv does not, so a local file it names is hashed here);
+2. package indexes' simple API (PEP 691 JSON, PEP 503 HTML `#sha256=` links): the file an
+   index serves for that name, version and wheel tags;
+3. wheel files in directories the user names (`--find-links`), hashed here and accepted only
+   when the content fingerprint installing them would give equals the installed one.
+When none answers, the lock says so; no hash or location is ever invented.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import re
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,6 +37,14 @@ class Artifact:
     url: str = ""
     path: str = ""
     size: int | None = None
+    # the content fingerprint an install of this wheel has (computed for local files only)
+    fingerprint: str | None = None
+
+
+# The one content fingerprint (containers.catalogers.content_fingerprint), handed in by the
+# CLI: this room imports only the model.
+Fingerprint = Callable[[list[list[str]]], str]
+_MAX_RECORD = 64 << 20  # a RECORD larger than torch's (~2 MB) by far: a hostile wheel
 
 
 def _wheel_key(filename: str) -> tuple[str, str, frozenset[str]] | None:
@@ -83,11 +98,54 @@ def pick(filenames: list[str], name: str, version: str, tags: frozenset[str] | N
     return sdists[:1]
 
 
+def installed_rows(wheel: Path) -> list[list[str]] | None:
+    """The wheel's RECORD rows with each path where an installer puts it, relative to
+    site-packages: `NAME.data/purelib/` and `platlib/` at the top, `data/` at the prefix
+    (three levels up, as in a venv or /usr); scripts and headers are left out (installers
+    rewrite a script's shebang; the fingerprint skips scripts). None: not a readable wheel."""
+    import csv
+    import io
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(wheel) as zf:
+            records = [i for i in zf.infolist() if i.filename.count("/") == 1
+                       and i.filename.endswith(".dist-info/RECORD")]
+            if len(records) != 1 or records[0].file_size > _MAX_RECORD:
+                return None
+            text = zf.read(records[0]).decode("utf-8", "replace")
+        rows = [row for row in csv.reader(io.StringIO(text)) if row]
+    except (OSError, ValueError, zipfile.BadZipFile, csv.Error):
+        return None
+    out = []
+    for row in rows:
+        top, _, rest = row[0].partition("/")
+        if top.endswith(".data") and rest:
+            scheme, _, inner = rest.partition("/")
+            if scheme not in ("purelib", "platlib", "data"):
+                continue
+            row = ["../../../" + inner if scheme == "data" else inner, *row[1:]]
+        out.append(row)
+    return out
+
+
+def local_artifact(path: Path, source: str, fingerprint: Fingerprint | None) -> Artifact:
+    """A file on this machine: its sha256 and, for a wheel, the fingerprint installing it
+    gives (None when no fingerprint function is given or its RECORD is unreadable)."""
+    with open(path, "rb") as fh:
+        digest = hashlib.file_digest(fh, "sha256").hexdigest()
+    rows = installed_rows(path) if fingerprint and path.suffix == ".whl" else None
+    return Artifact(path.name, digest, source, path=str(path.resolve()),
+                    size=path.stat().st_size,
+                    fingerprint=fingerprint(rows) if fingerprint and rows is not None else None)
+
+
 @dataclass
 class LocalWheels:
-    """Wheel and sdist files in local directories (pip's --find-links)."""
+    """Wheel and sdist files in directories the user names (`--find-links`)."""
 
     dirs: list[Path]
+    fingerprint: Fingerprint | None = None
     _files: dict[str, Path] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -98,20 +156,11 @@ class LocalWheels:
                         self._files.setdefault(f.name, f)
 
     def find(self, name: str, version: str, tags: frozenset[str] | None) -> list[Artifact]:
-        out = []
-        for filename in pick(list(self._files), name, version, tags):
-            path = self._files[filename]
-            digest = hashlib.sha256(path.read_bytes()).hexdigest()
-            out.append(
-                Artifact(
-                    filename,
-                    digest,
-                    f"find-links:{path.parent}",
-                    path=str(path),
-                    size=path.stat().st_size,
-                )
-            )
-        return out
+        return [
+            local_artifact(self._files[f], f"find-links:{self._files[f].parent}",
+                           self.fingerprint)
+            for f in pick(list(self._files), name, version, tags)
+        ]
 
 
 _HTML_LINK = re.compile(r'href="(?P<href>[^"#]+)#sha256=(?P<sha>[0-9a-fA-F]{64})"')
@@ -165,12 +214,24 @@ class SimpleIndex:
         ]
 
 
-def from_direct_url(entry: dict) -> list[Artifact]:
+def from_direct_url(entry: dict, fingerprint: Fingerprint | None = None) -> list[Artifact]:
+    """The archive the installer recorded (PEP 610) with its recorded hash (pip); a local
+    file recorded without one (uv records none) is hashed here if it is still there."""
     direct = entry.get("direct_url") or {}
+    url = str(direct.get("url", ""))
+    if not url or direct.get("vcs_vcs") or "editable" in direct:
+        return []
     sha = direct.get("archive_sha256")
     if not sha and str(direct.get("archive_hash", "")).startswith("sha256="):
         sha = direct["archive_hash"].split("=", 1)[1]
-    url = str(direct.get("url", ""))
-    if not sha or not url:
-        return []
-    return [Artifact(url.rsplit("/", 1)[-1], sha, "direct_url", url=url)]
+    local = None
+    if url.startswith("file:"):
+        local = Path(urllib.request.url2pathname(urllib.parse.urlsplit(url).path))
+    if sha:
+        name = local.name if local else urllib.parse.unquote(url.rsplit("/", 1)[-1])
+        return [Artifact(name, sha, "direct_url", url="" if local else url,
+                         path=str(local or ""))]
+    if local is not None and local.is_file():  # no size: as when the installer hashed it
+        found = local_artifact(local, "direct_url: file hashed here", fingerprint)
+        return [dataclasses.replace(found, size=None)]
+    return []

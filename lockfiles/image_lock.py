@@ -8,7 +8,8 @@ TOML, stable order, emitted line by line (linear in entries). Written by
     created-by = "prov 0.1.0"
     [image]      source, reference (name@sha256:...), index/manifest/config digests, platform
     [[layers]]   index, digest, diff_id, chain_id, created_by
-    [packages]   "dpkg:NAME" = {version, layer}; "python:NAME" = {version, layer, fingerprint}
+    [packages]   "dpkg:NAME" and "apk:NAME" = {version, layer};
+                 "python:NAME" = {version, layer, fingerprint}
     [coverage]   (format 3) files, checked, skipped, unlisted, skipped_by_rule, all_files:
                  every regular file of the image in one bucket (see containers.verify)
     [files]      (format 2+) "KEY" = {checked, skipped, <kind> = [...]}: each package's file
@@ -67,11 +68,13 @@ class Difference:
     other: str = ""  # for files.* shared / dpkg_intact: the package whose claim it matches
 
 
-def _packages(facts: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def lock_packages(facts: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """What a lock pins of an image scan's facts: `dpkg:`/`apk:NAME` and `python:NAME`."""
     out: dict[str, dict[str, Any]] = {}
-    dpkg = (facts.get("os") or {}).get("dpkg") if isinstance(facts.get("os"), dict) else None
-    for name, f in sorted((dpkg or {}).items()):
-        out[f"dpkg:{name}"] = {"version": f["version"], "layer": f.get("layer", -1)}
+    os_facts = facts.get("os") if isinstance(facts.get("os"), dict) else {}
+    for kind in ("dpkg", "apk"):
+        for name, f in sorted((os_facts.get(kind) or {}).items()):
+            out[f"{kind}:{name}"] = {"version": f["version"], "layer": f.get("layer", -1)}
     py = facts.get("python") if isinstance(facts.get("python"), dict) else {}
     for name, f in sorted((py.get("packages") or {}).items()):
         entry: dict[str, Any] = {"version": f["version"], "layer": f.get("layer", -1)}
@@ -119,7 +122,7 @@ def lock_from_facts(
     _table(out, "[image]", {k: image[k] for k in _IMAGE_KEYS if k in image})
     for li in _layers(image):
         _table(out, "[[layers]]", li)
-    _table(out, "[packages]", _packages(facts))
+    _table(out, "[packages]", lock_packages(facts))
     if coverage is not None:
         _table(out, "[coverage]", coverage)
     if files is not None:
@@ -234,7 +237,7 @@ def compare(
             if a.get(key) != b.get(key):
                 out.append(Difference(f"layers.{idx}.{key}", "changed", a.get(key), b.get(key)))
     # 4. packages
-    old_pkgs, new_pkgs = lock.get("packages", {}), _packages(facts)
+    old_pkgs, new_pkgs = lock.get("packages", {}), lock_packages(facts)
     for name in sorted(set(old_pkgs) | set(new_pkgs)):
         a, b = old_pkgs.get(name), new_pkgs.get(name)
         if a is None:

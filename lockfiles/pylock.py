@@ -4,9 +4,16 @@ Spec fields (lock-version, environments, requires-python, extras, dependency-gro
 default-groups, created-by, packages with name, version and exactly one artifact source)
 are filled from what is installed; prov's own facts (content fingerprints, interpreter,
 dpkg packages, image digests, GPU identity, the manifest digest) go under the `[tool.prov]`
-tables the PEP reserves for tools. A package whose artifact hash is not known gets no
-invented hash: it is listed with `tool.prov.artifact = "unknown: ..."`, and the lock says
-it is incomplete (`tool.prov.complete = false`), which PEP 751 installers will refuse.
+tables the PEP reserves for tools.
+
+Each package says whether its installer recorded where it came from (`tool.prov.origin`):
+only a direct URL or path install does (PEP 610 `direct_url.json`), and its artifact is that
+one (`[packages.archive]`). For an index or `--find-links` install (`origin = "unrecorded"`)
+the lock names the file an index serves for that name, version and wheel tags, or a local
+file whose contents give the installed fingerprint; never a local path merely because a file
+of that name is there. A package whose artifact is not known gets no invented hash: it is
+listed with `tool.prov.artifact = "unknown: ..."`, and the lock says it is incomplete
+(`tool.prov.complete = false`), which PEP 751 installers will refuse.
 """
 
 from __future__ import annotations
@@ -14,15 +21,24 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from lockfiles.artifacts import Artifact, from_direct_url
+from lockfiles.artifacts import Artifact, Fingerprint, from_direct_url
 from lockfiles.errors import LockError
 from provenance.model import Manifest
 
 CREATED_BY = "prov-llm"
 Finder = Callable[[str, str, "frozenset[str] | None"], list[Artifact]]
+
+
+class Origin(StrEnum):
+    """`[packages.tool.prov] origin`: did the installer record where the distribution came
+    from?"""
+
+    RECORDED = "direct_url"  # yes: PEP 610 direct_url.json (a URL, path, VCS or directory)
+    UNRECORDED = "unrecorded"  # no: an index or --find-links install (pip and uv say nothing)
 
 
 @dataclass
@@ -177,8 +193,28 @@ def _tool_facts(manifest: Manifest) -> dict[str, Any]:
     return tool
 
 
-def write_pylock(manifest: Manifest, finders: list[Finder], lock_dir: Path) -> LockResult:
-    """The lock text for `manifest`'s Python packages, artifacts looked up through `finders`."""
+@dataclass
+class Sources:
+    """Where `write_pylock` looks for a package's artifact once `direct_url.json` names none:
+    the indexes in order (the first that lists the file names it), then local directories
+    (a file there only when installing it gives the installed content fingerprint)."""
+
+    indexes: list[Finder] = field(default_factory=list)
+    local: list[Finder] = field(default_factory=list)
+    fingerprint: Fingerprint | None = None  # checks a local file direct_url.json names
+    on_package: Callable[[str], None] = lambda name: None  # progress
+
+
+@dataclass(frozen=True)
+class Found:
+    artifacts: list[Artifact]
+    tags: frozenset[str] | None
+    origin: Origin
+    why: str = ""  # without artifacts: what was asked and why nothing answered
+
+
+def write_pylock(manifest: Manifest, sources: Sources, lock_dir: Path) -> LockResult:
+    """The lock text for `manifest`'s Python packages, artifacts looked up in `sources`."""
     import tomlkit
 
     facts = manifest.facts
@@ -196,99 +232,168 @@ def write_pylock(manifest: Manifest, finders: list[Finder], lock_dir: Path) -> L
     doc["dependency-groups"] = []
     doc["default-groups"] = []
     doc["created-by"] = CREATED_BY
-    found_by_name = _find_all(py["packages"], finders, lock_dir)
+    found_by_name = _find_all(py["packages"], sources, lock_dir)
     packages = tomlkit.aot()
-    missing: list[str] = []
-    sources: dict[str, int] = {}
+    result = LockResult("", len(py["packages"]))
     for name, entry in sorted(py["packages"].items()):
-        pkg = tomlkit.table()
-        pkg["name"] = name
-        tool: dict[str, Any] = {}
-        for key in ("fingerprint", "installer"):
-            if key in entry:
-                tool[key] = entry[key]
-        direct = _direct_source(entry, lock_dir)
-        if direct and "directory" in direct:
-            # an editable install's RECORD names absolute paths: not comparable across checkouts
-            tool.pop("fingerprint", None)
-        if direct:
-            if "vcs" in direct:
-                pkg["version"] = entry["version"]
-            pkg.update(direct)
-            tool["hash-source"] = "not applicable: " + next(iter(direct))
-            sources[next(iter(direct))] = sources.get(next(iter(direct)), 0) + 1
-        else:
-            pkg["version"] = entry["version"]
-            found, tags = found_by_name[name]
-            if found:
-                _add_artifacts(pkg, found)
-                tool["hash-source"] = found[0].source
-                if tags is None and len(found) > 1:
-                    tool["wheel-selected"] = False  # installed WHEEL tags unknown
-                kind = found[0].source.split(":", 1)[0]
-                sources[kind] = sources.get(kind, 0) + 1
-            else:
-                missing.append(name)
-                tool["artifact"] = (
-                    "unknown: no installer record, local wheel or reachable index "
-                    "holds this version's file; no hash is invented"
-                )
-        pkg["tool"] = {"prov": tool}
-        packages.append(pkg)
+        packages.append(_package(name, entry, found_by_name[name], lock_dir, result))
     doc["packages"] = packages
     tool_prov = _tool_facts(manifest)
-    tool_prov["complete"] = not missing
-    if missing:
-        tool_prov["missing-hashes"] = missing
+    tool_prov["complete"] = not result.missing_hashes
+    if result.missing_hashes:
+        tool_prov["missing-hashes"] = result.missing_hashes
     doc["tool"] = {"prov": tool_prov}
-    return LockResult(tomlkit.dumps(doc), len(py["packages"]), missing, sources)
+    result.text = tomlkit.dumps(doc)
+    return result
 
 
-def _find_all(packages: dict[str, Any], finders: list[Finder], lock_dir: Path) -> dict[str, Any]:
-    """name -> (artifacts, installed wheel tags), looked up concurrently (index round trips)."""
+def _package(name: str, entry: dict[str, Any], found: Found | None, lock_dir: Path,
+             result: LockResult) -> Any:
+    """One `[[packages]]` table; counts its source (or its absence) in `result`."""
+    import tomlkit
+
+    pkg = tomlkit.table()
+    pkg["name"] = name
+    tool: dict[str, Any] = {k: entry[k] for k in ("fingerprint", "installer") if k in entry}
+    direct = _direct_source(entry, lock_dir)
+    if direct:
+        kind = _add_source_tree(pkg, tool, entry, direct)
+    else:  # `_find_all` looked every other package up
+        pkg["version"] = entry["version"]
+        kind = _add_found(pkg, tool, found or Found([], None, Origin.UNRECORDED), lock_dir)
+    if kind:
+        result.sources[kind] = result.sources.get(kind, 0) + 1
+    else:
+        result.missing_hashes.append(name)
+    pkg["tool"] = {"prov": tool}
+    return pkg
+
+
+def _add_source_tree(pkg: Any, tool: dict[str, Any], entry: dict[str, Any],
+                     direct: dict[str, Any]) -> str:
+    """A VCS checkout or a directory, as direct_url.json recorded it; returns its kind."""
+    if "directory" in direct:
+        # an editable install's RECORD names absolute paths: not comparable across checkouts
+        tool.pop("fingerprint", None)
+    if "vcs" in direct:
+        pkg["version"] = entry["version"]
+    pkg.update(direct)
+    kind = next(iter(direct))
+    tool["origin"] = Origin.RECORDED.value
+    tool["hash-source"] = "not applicable: " + kind
+    return kind
+
+
+def _add_found(pkg: Any, tool: dict[str, Any], found: Found, lock_dir: Path) -> str:
+    """The artifacts found, or the note that none was; returns the source kind ('' for
+    none)."""
+    tool["origin"] = found.origin.value
+    if not found.artifacts:
+        tool["artifact"] = f"unknown: {found.why}; no hash or location is invented"
+        return ""
+    first = found.artifacts[0]
+    _add_artifacts(pkg, found.artifacts, lock_dir)
+    tool["hash-source"] = first.source
+    if first.fingerprint is not None:
+        tool["content-checked"] = True  # installing it gives the installed fingerprint
+    if found.tags is None and len(found.artifacts) > 1:
+        tool["wheel-selected"] = False  # installed WHEEL tags unknown
+    return first.source.split(":", 1)[0]
+
+
+def _same_content(artifact: Artifact, installed: Any) -> bool:
+    return artifact.fingerprint is not None and artifact.fingerprint == installed
+
+
+def _unlike(artifact: Artifact) -> str:
+    if artifact.fingerprint is None:
+        return f"{artifact.path} cannot be compared with the installed files (no wheel RECORD)"
+    return f"{artifact.path} holds other files than the installed ones"
+
+
+def _find_one(name: str, entry: dict[str, Any], sources: Sources) -> Found:
+    """The artifact of one installed distribution, and whether its installer recorded it."""
+    sources.on_package(name)
+    version = str(entry["version"])
+    tags = wheel_tags(str(entry.get("location", "")), name, version)
+    installed = entry.get("fingerprint")
+    recorded = from_direct_url(entry, sources.fingerprint)
+    if recorded:
+        first = recorded[0]
+        if first.source == "direct_url" or _same_content(first, installed):
+            return Found(recorded, tags, Origin.RECORDED)
+        return Found([], tags, Origin.RECORDED, "direct_url.json names " + _unlike(first))
+    url = (entry.get("direct_url") or {}).get("url")
+    if url:
+        return Found([], tags, Origin.RECORDED,
+                     f"direct_url.json names {url} with no hash, and it is not a file here")
+    for find in sources.indexes:
+        found = find(name, version, tags)
+        if found:
+            return Found(found, tags, Origin.UNRECORDED)
+    unlike: list[str] = []
+    for find in sources.local:
+        found = find(name, version, tags)
+        same = [a for a in found if _same_content(a, installed)]
+        if same:
+            return Found(same, tags, Origin.UNRECORDED)
+        unlike += [_unlike(a) for a in found]
+    why = "the installer recorded no origin and no index asked lists this version's file"
+    return Found([], tags, Origin.UNRECORDED, "; ".join([why, *unlike]))
+
+
+def _find_all(packages: dict[str, Any], sources: Sources, lock_dir: Path) -> dict[str, Any]:
+    """name -> Found (None for a VCS or directory source), looked up concurrently (index
+    round trips)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    def find(item: tuple[str, dict[str, Any]]) -> tuple[str, Any]:
+    def find(item: tuple[str, dict[str, Any]]) -> tuple[str, Found | None]:
         name, entry = item
         if _direct_source(entry, lock_dir):
-            return name, ([], None)
-        tags = wheel_tags(str(entry.get("location", "")), name, entry["version"])
-        found = from_direct_url(entry)
-        for finder in finders:
-            if found:
-                break
-            found = finder(name, entry["version"], tags)
-        return name, (found, tags)
+            return name, None
+        return name, _find_one(name, entry, sources)
 
     with ThreadPoolExecutor(max_workers=8) as pool:
         return dict(pool.map(find, sorted(packages.items())))
 
 
-def _add_artifacts(pkg: Any, found: list[Artifact]) -> None:
+def _lock_path(path: str, lock_dir: Path) -> str:
+    """A file's path as the lock names it: relative to the lock when below it (PEP 751:
+    a relative path is relative to the lock file), else absolute."""
+    rel = os.path.relpath(path, lock_dir)
+    return Path(rel).as_posix() if not rel.startswith("..") else path
+
+
+def _file_table(a: Artifact, lock_dir: Path, with_name: bool) -> Any:
     import tomlkit
 
+    t = tomlkit.inline_table() if not with_name else tomlkit.table()
+    if with_name:
+        t["name"] = a.filename
+    if a.url:
+        t["url"] = a.url
+    if a.path:
+        t["path"] = _lock_path(a.path, lock_dir)
+    if a.size is not None:
+        t["size"] = a.size
+    t["hashes"] = {"sha256": a.sha256}
+    return t
+
+
+def _add_artifacts(pkg: Any, found: list[Artifact], lock_dir: Path) -> None:
+    import tomlkit
+
+    first = found[0]
+    if first.source.startswith("direct_url"):  # PEP 751: a direct URL reference is an archive
+        pkg["archive"] = _file_table(first, lock_dir, with_name=False)
+        return
+    if first.source.startswith("index:"):
+        pkg["index"] = first.source.split(":", 1)[1]
     wheels = [a for a in found if a.filename.endswith(".whl")]
     if wheels:
-        if wheels[0].source.startswith("index:"):
-            pkg["index"] = wheels[0].source.split(":", 1)[1]
         aot = tomlkit.aot()
         for a in wheels:
-            t = tomlkit.table()
-            t["name"] = a.filename
-            if a.url:
-                t["url"] = a.url
-            if a.path:
-                t["path"] = a.path
-            if a.size is not None:
-                t["size"] = a.size
-            t["hashes"] = {"sha256": a.sha256}
-            aot.append(t)
+            aot.append(_file_table(a, lock_dir, with_name=True))
         pkg["wheels"] = aot
     else:
-        a = found[0]
-        sdist = {"name": a.filename, "hashes": {"sha256": a.sha256}}
-        if a.url:
-            sdist["url"] = a.url
-        if a.path:
-            sdist["path"] = a.path
-        pkg["sdist"] = sdist
+        pkg["sdist"] = _file_table(first, lock_dir, with_name=True)

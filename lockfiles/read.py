@@ -24,6 +24,9 @@ class LockedPackage:
     source: str = ""
     marker: str | None = None  # PEP 508 marker: the entry applies only where it is true
     arbitrary: bool = False  # `===`: the version string must match exactly (PEP 440)
+    # a requirement that is not one exact pin (`>=3`, `~=1.2`, "" for any version): the
+    # installed version must satisfy it; `version` is then None
+    specifier: str | None = None
 
 
 @dataclass
@@ -37,6 +40,10 @@ class Lock:
     # the packages that apply to a marker environment, when that is more than each entry's
     # own marker (uv.lock: the graph reachable from the roots); None: filter by marker
     select: Callable[[dict[str, str]], list[LockedPackage]] | None = None
+    # True: the lock names the whole environment, so an installed package it does not name
+    # is a mismatch (pylock, uv.lock, a requirements file pinned with hashes throughout);
+    # False: it constrains only what it names (other requirements files)
+    exact: bool = True
 
 
 def _toml(path: Path) -> dict[str, Any]:

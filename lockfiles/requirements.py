@@ -10,6 +10,14 @@
 - index and install options (`-i`, `--extra-index-url`, `-f`, `--no-index`, `--pre`, ...)
   are accepted: they change where pip looks, not what the environment must hold;
 - `-e PATH` names a source tree; its name comes from `#egg=` or the tree's pyproject.toml.
+
+A requirements file constrains the packages it names; it names the whole environment (the
+lock is exact: an installed package it does not name is a mismatch) only when it is a full
+pin set, which this reader recognises as pip does: every version requirement an exact pin
+carrying `--hash`. pip's hash-checking mode then installs nothing the file does not pin with
+a hash, dependencies included, so such a file (`pip-compile --generate-hashes`,
+`uv pip compile --generate-hashes`, `uv export`) lists a complete environment. `-e` and
+`name @ URL` lines neither make nor break it (uv export writes `-e .` beside hashed pins).
 """
 
 from __future__ import annotations
@@ -93,8 +101,9 @@ def _split_option(line: Line) -> tuple[str, str]:
     raise LockError(f"{line.where()}: option {token[0]!r} is not one pip accepts here")
 
 
-def _strip_per_requirement_options(line: Line) -> str:
-    """The requirement text without its `--hash=...` style options."""
+def _strip_per_requirement_options(line: Line) -> tuple[str, bool]:
+    """The requirement text without its `--hash=...` style options, and whether it has a
+    `--hash`."""
     tokens = line.text.split()
     for i, token in enumerate(tokens):
         if token.startswith("--"):
@@ -102,11 +111,11 @@ def _strip_per_requirement_options(line: Line) -> str:
                 if option.startswith("--") and not option.startswith(_PER_REQUIREMENT):
                     raise LockError(f"{line.where()}: option {option!r} is not one pip "
                                     "accepts on a requirement line")
-            return " ".join(tokens[:i])
-    return line.text
+            return " ".join(tokens[:i]), any(t.startswith("--hash") for t in tokens[i:])
+    return line.text, False
 
 
-def _pinned(line: Line, text: str) -> LockedPackage:
+def _requirement(line: Line, text: str) -> LockedPackage:
     from packaging.requirements import InvalidRequirement, Requirement
 
     try:
@@ -124,7 +133,8 @@ def _pinned(line: Line, text: str) -> LockedPackage:
         specs[0].operator == "===" or (specs[0].operator == "==" and "*" not in specs[0].version)
     )
     if not exact:
-        raise LockError(f"{line.where()}: not an exact pin (name==version): {text[:60]!r}")
+        return LockedPackage(name, None, source="requirements", marker=marker,
+                             specifier=str(req.specifier))
     arbitrary = specs[0].operator == "==="
     return LockedPackage(name, specs[0].version, source="requirements", marker=marker,
                          arbitrary=arbitrary)
@@ -146,16 +156,28 @@ def _editable(line: Line, target: str) -> LockedPackage:
     return LockedPackage(normalize(str(name)), None, source="editable")
 
 
-def _read(path: Path, seen: tuple[Path, ...], constraint: bool) -> list[LockedPackage]:
+@dataclass
+class _Read:
+    packages: list[LockedPackage]
+    hashed_pins: int = 0  # exact pins with --hash
+    others: int = 0  # version requirements that are not (a range, or a pin without --hash)
+
+
+def _read(path: Path, seen: tuple[Path, ...], constraint: bool, out: _Read) -> None:
     resolved = path.resolve()
     if resolved in seen:
         raise LockError(f"{path}: included from itself ({' -> '.join(map(str, seen))})")
-    packages: list[LockedPackage] = []
     for line in logical_lines(path):
         if not line.text.startswith("-"):
-            pkg = _pinned(line, _strip_per_requirement_options(line))
+            text, hashed = _strip_per_requirement_options(line)
+            pkg = _requirement(line, text)
             if not constraint:
-                packages.append(pkg)
+                out.packages.append(pkg)
+                if pkg.source != "url":
+                    if pkg.version is not None and hashed:
+                        out.hashed_pins += 1
+                    else:
+                        out.others += 1
             continue
         option, value = _split_option(line)
         kind = _WITH_VALUE.get(option)
@@ -163,13 +185,15 @@ def _read(path: Path, seen: tuple[Path, ...], constraint: bool) -> list[LockedPa
             child = path.parent / value
             if not child.is_file():
                 raise LockError(f"{line.where()}: {option} {value}: no such file")
-            packages += _read(child, (*seen, resolved), constraint or kind == "constraint")
+            _read(child, (*seen, resolved), constraint or kind == "constraint", out)
         elif kind == "editable" and not constraint:
-            packages.append(_editable(line, value))
-    return packages
+            out.packages.append(_editable(line, value))
 
 
 def read_requirements(path: Path) -> Lock:
-    """Every package a requirements file (and the files it includes) requires."""
-    packages = _read(Path(path), (), constraint=False)
-    return Lock(kind="requirements", created_by="requirements.txt", packages=packages)
+    """Every package a requirements file (and the files it includes) requires; exact only
+    for a full pin set (every version requirement `==`-pinned with `--hash`)."""
+    read = _Read([])
+    _read(Path(path), (), constraint=False, out=read)
+    return Lock(kind="requirements", created_by="requirements.txt", packages=read.packages,
+                exact=read.hashed_pins > 0 and read.others == 0)

@@ -1,5 +1,10 @@
 """Check an environment's manifest against a lock: missing, extra and changed packages,
-and installed files that no longer match their RECORD."""
+and installed files that no longer match their RECORD.
+
+An installed package the lock does not name is a mismatch only when the lock is exact (it
+names a whole environment: a pylock, a uv.lock, a requirements file pinned with hashes
+throughout, or any lock with `exact=True`); otherwise it is listed as an extra, for
+information: a requirements file constrains what it names and says nothing of the rest."""
 
 from __future__ import annotations
 
@@ -21,12 +26,20 @@ class Mismatch:
     installed: str
 
 
+@dataclass(frozen=True)
+class Extra:
+    package: str
+    installed: str
+
+
 @dataclass
 class Report:
     lock_kind: str
     checked: int
+    exact: bool = True
     mismatches: list[Mismatch] = field(default_factory=list)
     ignored: list[str] = field(default_factory=list)
+    extras: list[Extra] = field(default_factory=list)  # not named, not exact: information
 
     @property
     def ok(self) -> bool:
@@ -37,7 +50,9 @@ class Report:
             "ok": self.ok,
             "lock_kind": self.lock_kind,
             "checked": self.checked,
+            "exact": self.exact,
             "ignored": self.ignored,
+            "extras": [e.__dict__ for e in self.extras],
             "mismatches": [m.__dict__ for m in self.mismatches],
         }
 
@@ -98,9 +113,8 @@ def _applicable(lock: Lock, env: dict[str, str]) -> dict[str, LockedPackage]:
     return chosen
 
 
-def verify(lock: Lock, manifest: Manifest) -> Report:
-    from packaging.version import InvalidVersion, Version
-
+def verify(lock: Lock, manifest: Manifest, exact: bool | None = None) -> Report:
+    """The environment against the lock; `exact` overrides the lock's own `exact`."""
     py = manifest.facts.get("python")
     if not isinstance(py, dict) or not isinstance(py.get("packages"), dict):
         raise LockError("the environment's Python packages could not be collected")
@@ -108,32 +122,49 @@ def verify(lock: Lock, manifest: Manifest) -> Report:
     _check_platform(lock, env)
     locked = _applicable(lock, env)
     installed: dict[str, Any] = py["packages"]
-    report = Report(lock_kind=f"{lock.kind} by {lock.created_by}", checked=len(locked))
+    exact = lock.exact if exact is None else exact
+    report = Report(f"{lock.kind} by {lock.created_by}", len(locked), exact)
     for name in sorted(set(locked) | set(installed)):
         want, have = locked.get(name), installed.get(name)
         if want is None:
             if lock.created_by != "prov-llm" and name in TOOLING:
                 report.ignored.append(name)
-                continue
-            report.mismatches.append(Mismatch(name, "extra", "", have["version"]))
-            continue
-        if have is None:
-            report.mismatches.append(Mismatch(name, "missing", want.version or want.source, ""))
-            continue
-        if want.version is not None:
-            try:
-                same = not want.arbitrary and Version(want.version) == Version(have["version"])
-            except InvalidVersion:
-                same = False
-            same = same or want.version == have["version"]
-            if not same:
-                report.mismatches.append(Mismatch(name, "version", want.version, have["version"]))
-                continue
-        if want.fingerprint and have.get("fingerprint") and want.fingerprint != have["fingerprint"]:
-            report.mismatches.append(
-                Mismatch(name, "fingerprint", want.fingerprint, have["fingerprint"])
-            )
-        for kind in ("modified", "missing"):
-            for path in have.get(f"{kind}_files", []):
-                report.mismatches.append(Mismatch(name, f"{kind}-file", "as in RECORD", path))
+            elif exact:
+                report.mismatches.append(Mismatch(name, "extra", "", have["version"]))
+            else:
+                report.extras.append(Extra(name, have["version"]))
+        elif have is None:
+            wanted = want.version or want.specifier or want.source
+            report.mismatches.append(Mismatch(name, "missing", wanted, ""))
+        else:
+            report.mismatches += _compare(name, want, have)
     return report
+
+
+def _same_version(want: LockedPackage, have: str) -> bool:
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        if want.specifier is not None:  # a range: any satisfying version, pre-releases too
+            return SpecifierSet(want.specifier).contains(have, prereleases=True)
+        if want.version is None:
+            return True
+        same = not want.arbitrary and Version(want.version) == Version(have)
+    except (InvalidVersion, InvalidSpecifier):
+        same = False
+    return same or want.version == have
+
+
+def _compare(name: str, want: LockedPackage, have: dict[str, Any]) -> list[Mismatch]:
+    """The mismatches of one package the lock names and the environment holds."""
+    if not _same_version(want, have["version"]):
+        locked = want.version if want.specifier is None else want.specifier or "any"
+        return [Mismatch(name, "version", str(locked), have["version"])]
+    found = []
+    if want.fingerprint and have.get("fingerprint") and want.fingerprint != have["fingerprint"]:
+        found.append(Mismatch(name, "fingerprint", want.fingerprint, have["fingerprint"]))
+    for kind in ("modified", "missing"):
+        for path in have.get(f"{kind}_files", []):
+            found.append(Mismatch(name, f"{kind}-file", "as in RECORD", path))
+    return found

@@ -66,7 +66,8 @@ def _code_stamp() -> list[Any]:
     import provenance
 
     root = Path(provenance.__file__).parent
-    files = [root / "snapshot.py", root / "model" / "classes.py", root / "model" / "redact.py"]
+    files = [root / "snapshot.py", root / "model" / "classes.py", root / "model" / "redact.py",
+             *sorted((root / "model").glob("secret_*.py"))]  # redaction's rules
     files += sorted((root / "collectors").rglob("*.py"))  # standalone/ readers included
     return [provenance.__version__] + [_stat(str(f)) for f in files]
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 
+from containers.catalogers.base import NAME, Cataloger, Glob
 from containers.jsondoc import load_content
 
 # well-known sonames: how a library nobody lists is still recognised
@@ -76,3 +77,15 @@ def is_cuda_package(key: str) -> bool:
 def under_nvidia(path: str) -> bool:
     """True for a file in a site-packages `nvidia/` tree (NVIDIA's wheels all install there)."""
     return "-packages/nvidia/" in path
+
+
+def _is_shared_object(path: str) -> bool:
+    return shared_object(path.rpartition("/")[2]) is not None
+
+
+# Shared objects by name only: their owner (a package that lists the file) decides whether
+# they are CUDA's (`containers.cuda_stack`).
+TOOLKIT = Glob("usr/local/cuda*/version.json", parse=parse_version_json)
+CATALOGER = Cataloger(
+    "cuda-cataloger", [TOOLKIT, Glob("**/*.so*", keep=NAME, test=_is_shared_object)]
+)

@@ -10,6 +10,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from containers.catalogers.base import Cataloger, Glob
+
+ADMIN = "var/lib/dpkg/"
+STATUS = ADMIN + "status"
+STATUS_D = ADMIN + "status.d/"  # distroless: one stanza per file, `<name>.md5sums` beside
+INFO = ADMIN + "info/"  # `<name>.list`, `<name>.md5sums`
+
 # States whose files are (at least partly) on disk; see dpkg-query(1) "Package state".
 _PRESENT_STATES = frozenset(
     {
@@ -33,6 +40,9 @@ class DpkgPackage:
     state: str
     multi_arch: str
     md5sums_key: str = ""
+    # (path, md5 hex) of its conffiles, as `dpkg --verify` checks them (md5sums leaves them
+    # out); obsolete ones and those without a digest yet (`newconffile`) are left out
+    conffiles: tuple = ()
 
     @property
     def key(self) -> str:
@@ -40,6 +50,17 @@ class DpkgPackage:
         if self.multi_arch == "same" and self.architecture not in ("", "all"):
             return f"{self.name}:{self.architecture}"
         return self.name
+
+    def facts(self) -> dict:
+        """The manifest's facts of this package (`os.dpkg.<key>`), on a host or in an image:
+        the source only where it is another package or version."""
+        out = {"version": self.version, "arch": self.architecture}
+        if self.source != self.name or self.source_version != self.version:
+            out["source"] = self.source
+            out["source_version"] = self.source_version
+        if self.state != "installed":
+            out["state"] = self.state
+        return out
 
 
 def _paragraphs(text: str):
@@ -96,9 +117,19 @@ def parse_status(text: str) -> list[DpkgPackage]:
                 source_version=src_version,
                 state=state,
                 multi_arch=fields.get("Multi-Arch", ""),
+                conffiles=_conffiles(fields.get("Conffiles", "")),
             )
         )
     return packages
+
+
+def _conffiles(text: str) -> tuple:
+    found = []
+    for line in text.splitlines():
+        words = line.split()
+        if len(words) == 2 and len(words[1]) == 32:
+            found.append((words[0], words[1]))
+    return tuple(found)
 
 
 def parse_status_d_entry(text: str) -> list[DpkgPackage]:
@@ -116,24 +147,26 @@ def parse_list_owned(text: str) -> list[str]:
     return [line for line in lines if line.endswith((".dist-info", ".egg-info"))]
 
 
-def parse_conffiles(text: str) -> dict[str, list[tuple[str, str]]]:
-    """Package key -> [(path, md5 hex)] of the conffiles in each present package's status
-    stanza, as `dpkg --verify` checks them (md5sums leaves conffiles out). Obsolete entries
-    and those without a digest yet (`newconffile`) are left out."""
-    out: dict[str, list[tuple[str, str]]] = {}
-    for fields in _paragraphs(text):
-        status = fields.get("Status", "").split()
-        if len(status) != 3 or status[2] not in _PRESENT_STATES or "Conffiles" not in fields:
-            continue
-        arch = fields.get("Architecture", "")
-        key = fields.get("Package", "")
-        if fields.get("Multi-Arch") == "same" and arch not in ("", "all"):
-            key = f"{key}:{arch}"
-        found = []
-        for line in fields["Conffiles"].splitlines():
-            words = line.split()
-            if len(words) == 2 and len(words[1]) == 32:
-                found.append((words[0], words[1]))
-        if key and found:
-            out[key] = found
-    return out
+def list_filter(data: bytes) -> bytes:
+    """What the layer walk keeps of an `info/<pkg>.list` file: the Python metadata and
+    shared-object lines (who owns them), so memory stays small."""
+    from containers.catalogers.cuda import shared_object
+
+    text = data.decode("utf-8", "replace")
+    libs = [x for x in text.splitlines() if ".so" in x and shared_object(x.rsplit("/")[-1])]
+    return "\n".join(parse_list_owned(text) + libs).encode()
+
+
+CATALOGER = Cataloger(
+    "dpkg-db-cataloger",
+    [
+        Glob(STATUS, parse=parse_status, layered=True),
+        Glob(STATUS_D + "*", test=lambda path: not path.endswith(".md5sums"),
+             parse=parse_status_d_entry),
+        Glob(INFO + "*.list", keep=list_filter),
+        # the claims file verification checks (md5 of each file the package installed)
+        Glob(INFO + "*.md5sums", verify=True),
+        Glob(STATUS_D + "*.md5sums", verify=True),
+    ],
+    os_key="dpkg",
+)

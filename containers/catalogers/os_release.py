@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import shlex
 
+from containers.catalogers.base import Cataloger, Glob
+
 _KEPT = (
     "ID",
     "ID_LIKE",
@@ -30,3 +32,11 @@ def parse_os_release(text: str) -> dict[str, str]:
         if key in _KEPT:
             out[key.lower()] = parts[0] if parts else ""
     return out
+
+
+# the first one found wins (`etc/os-release` is often a symlink to the other): in an image
+# and on a host (`provenance.collectors.os_info`)
+OS_RELEASE_PATHS = ("etc/os-release", "usr/lib/os-release")
+CATALOGER = Cataloger(
+    "os-release-cataloger", [Glob(path, parse=parse_os_release) for path in OS_RELEASE_PATHS]
+)

@@ -13,6 +13,8 @@ import hashlib
 import io
 import re
 
+from containers.catalogers.base import Cataloger, Glob
+
 _NORMALIZE = re.compile(r"[-_.]+")
 _HEX = re.compile(r"[0-9a-fA-F]+")
 _B64 = re.compile(r"[A-Za-z0-9_-]+")
@@ -176,3 +178,16 @@ def parse_conda_meta(text: str) -> dict[str, str]:
     if not isinstance(name, str) or not isinstance(version, str):
         return {}
     return {"name": name, "version": version}
+
+
+# The image side reads a distribution's matches together (`containers.dists`): METADATA or
+# PKG-INFO (`headers`) with its RECORD (`record_facts`) and INSTALLER; conda's records one by
+# one (`parse_conda_meta`).
+CATALOGER = Cataloger(
+    "python-installed-package-cataloger",
+    [
+        Glob("**/{site,dist}-packages/*.{dist,egg}-info/{METADATA,RECORD,INSTALLER,PKG-INFO}"),
+        Glob("**/{site,dist}-packages/*.egg-info"),  # a distutils egg-info file
+        Glob("**/conda-meta/*.json", parse=parse_conda_meta),
+    ],
+)

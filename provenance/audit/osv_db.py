@@ -10,13 +10,14 @@ evaluated in order with `packaging.version`). The database's content digest and 
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from provenance.audit.base import AuditBackend, AuditResult, Finding, Package
 from provenance.model.errors import ProvError
+from provenance.model.inputs import decode_text, parse_json, read_input, shown
+from provenance.model.text import escape_surrogates
 from provenance.sbom.metadata import normalize
 
 
@@ -40,13 +41,13 @@ def load_db(root: Path) -> tuple[dict[str, list[Advisory]], dict[str, Any]]:
     index: dict[str, list[Advisory]] = {}
     lines, newest, count = [], "", 0
     for path in files:
-        raw = path.read_bytes()
-        rel = path.relative_to(root).as_posix()
+        rel = escape_surrogates(path.relative_to(root).as_posix())
+        raw = read_input(path, "json")  # bounded, a regular file
         lines.append(f"{rel} {hashlib.sha256(raw).hexdigest()}")
-        try:
-            doc = json.loads(raw)
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise ProvError(f"--osv-db: {rel}: not JSON ({exc})") from None
+        what = f"--osv-db: {shown(path.relative_to(root))}"
+        # strict UTF-8; nesting bounded (a 100k-deep record is one line, not a
+        # RecursionError); no lone surrogate; no 5,000-digit integer (an InputError each)
+        doc = parse_json(decode_text(raw, what), what)
         if not isinstance(doc, dict) or not isinstance(doc.get("id"), str):
             raise ProvError(f"--osv-db: {rel}: not an OSV record (no id)")
         if doc.get("withdrawn"):

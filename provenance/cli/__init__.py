@@ -15,7 +15,7 @@ dispatch(sys.argv)  # `prov snapshot ...` runs and exits here, without importing
 
 import typer  # noqa: E402
 
-from provenance.model.errors import EXIT_CODES, EXIT_UNAVAILABLE, ProvError  # noqa: E402
+from provenance.model.errors import EXIT_CODES  # noqa: E402
 
 
 def _exit_code_epilog() -> str:
@@ -97,55 +97,47 @@ _register(sys.argv)
 
 def command(escape_markup: bool = True):
     """The click command tree of `app`, with metavars that name what a value is."""
-    from provenance.cli import conventions
+    from provenance.cli import conventions, option_checks
 
     cmd = typer.main.get_command(app)
     conventions.apply(cmd, escape_markup)
+    option_checks.apply(cmd)  # contradicting or empty options: refused, never ignored
     return cmd
 
 
 def main() -> None:
     """Entry point: user errors print one line; unexpected ones too, unless PROV_DEBUG=1."""
+    sys.exit(run())
+
+
+def run(args: list[str] | None = None) -> int:
+    """Run prov on `args` (default: sys.argv[1:]) and return its exit status. Every error is
+    turned into its one line here, once (provenance/cli/failure.py); SystemExit passes."""
     try:
         # Without standalone mode click returns typer.Exit's code instead of exiting.
-        code = command()(prog_name="prov", standalone_mode=False)
-    except ProvError as exc:
-        print(f"prov: error: {exc}", file=sys.stderr)
-        sys.exit(exc.exit_code)
-    except SystemExit:
-        raise
-    except KeyboardInterrupt:
-        print("prov: interrupted", file=sys.stderr)
-        sys.exit(130)
-    except Exception as exc:  # click's usage errors come through here too
-        try:  # typer >= 0.27 vendors click; a separately installed click is not the one raising
-            from typer._click import exceptions as click_exc
-        except ImportError:
-            from click import exceptions as click_exc  # type: ignore[no-redef]
-        if isinstance(exc, typer.Exit):
-            sys.exit(exc.exit_code)
-        if isinstance(exc, click_exc.UsageError):
-            where = exc.ctx.command_path if exc.ctx is not None else "prov"
-            print(f"prov: error: {exc.format_message()} (see '{where} --help')", file=sys.stderr)
-            sys.exit(2)
-        if isinstance(exc, click_exc.ClickException):
-            print(f"prov: error: {exc.format_message()}", file=sys.stderr)
-            sys.exit(exc.exit_code or 2)
-        if isinstance(exc, getattr(click_exc, "Abort", ())):
-            print("prov: aborted", file=sys.stderr)
-            sys.exit(130)
-        if os.environ.get("PROV_DEBUG"):
-            raise
-        if isinstance(exc, ModuleNotFoundError) and exc.name:  # an incomplete install
-            print(f"prov: error: the Python package '{exc.name.split('.')[0]}' is not "
-                  f"installed beside prov ({sys.executable}); this command needs it",
-                  file=sys.stderr)
-            sys.exit(EXIT_UNAVAILABLE)
-        first = (str(exc).splitlines() or [""])[0]
-        print(
-            f"prov: internal error: {type(exc).__name__}: {first} "
-            "(PROV_DEBUG=1 shows the traceback)",
-            file=sys.stderr,
-        )
-        sys.exit(70)
-    sys.exit(code if isinstance(code, int) else 0)
+        code = command()(args=args, prog_name="prov", standalone_mode=False)
+    except (Exception, KeyboardInterrupt) as exc:  # click's usage errors come here too
+        return _failed(exc)
+    return code if isinstance(code, int) else 0
+
+
+def _failed(exc: BaseException) -> int:
+    from provenance.cli.failure import error_line, failed
+
+    try:  # typer >= 0.27 vendors click; a separately installed click is not the one raising
+        from typer._click import exceptions as click_exc
+    except ImportError:
+        from click import exceptions as click_exc  # type: ignore[no-redef]
+    if isinstance(exc, typer.Exit):
+        return exc.exit_code
+    if isinstance(exc, click_exc.UsageError):
+        where = exc.ctx.command_path if exc.ctx is not None else "prov"
+        error_line(f"{exc.format_message()} (see '{where} --help')")
+        return 2
+    if isinstance(exc, click_exc.ClickException):
+        error_line(exc.format_message())
+        return exc.exit_code or 2
+    if isinstance(exc, getattr(click_exc, "Abort", ())):
+        print("prov: aborted", file=sys.stderr)
+        return 130
+    return failed(exc)

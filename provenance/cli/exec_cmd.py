@@ -57,8 +57,9 @@ def exec_(
         raise ProvError("no command given (usage: prov exec [OPTIONS] -- CMD ARGS...)")
     tags, params = parse_pairs(tag, "--tag"), parse_pairs(param, "--param")
     with _stdout_to_stderr(as_json):  # `prov exec --json -- CMD | jq` reads only the summary
+        # a store that cannot take the run does not stop the command (exec/unrecorded.py)
         result = run_supervised(command, name=name, outputs=output, tags=tags, params=params,
-                                server=server)
+                                server=server, unrecorded_ok=True)
     _report(result, as_json, quiet)
 
 
@@ -99,18 +100,25 @@ def _report(result, as_json: bool, quiet: bool) -> None:
         from provenance.cli.output import print_json
 
         print_json(_summary(result))
+    elif result.record is None:
+        pass  # unrecorded: exec/unrecorded.py said so on stderr, before and after
     elif not quiet:
         from provenance.cli.output import duration, seconds_between, state_text
 
         rec = result.record
         how = rec.error or state_text(rec.state, rec.exit_status, rec.signal)
         took = duration(seconds_between(rec.started_at, rec.ended_at))
-        sys.stderr.write(f"prov: run {result.run_id} {how} in {took}\n")
+        from provenance.model.text import escape_surrogates
+
+        sys.stderr.write(escape_surrogates(f"prov: run {result.run_id} {how} in {took}\n"))
     raise typer.Exit(result.exit_status)
 
 
 def _summary(result) -> dict:
     rec = result.record
+    if rec is None:  # the store could not take the run; the command ran
+        return {"run_id": None, "state": result.state, "exit_status": result.exit_status,
+                "error": result.error, "record": None}
     return {"run_id": result.run_id, "state": result.state, "exit_status": result.exit_status,
             "signal": rec.signal, "error": rec.error, "started_at": rec.started_at,
             "ended_at": rec.ended_at, "record": result.record_digest,

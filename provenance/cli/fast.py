@@ -23,6 +23,7 @@ OPTIONS: dict[str, tuple[str, bool]] = {
     "--verify-files": ("verify_files", False),
     "--image": ("image", True),
 }
+LONG = {param: name for name, (param, _) in OPTIONS.items() if name.startswith("--")}
 DEFAULTS: dict[str, object] = {
     "out": None, "fmt": "toml", "as_json": False, "python": None, "verify_files": False,
     "image": None,
@@ -32,6 +33,7 @@ DEFAULTS: dict[str, object] = {
 def parse(args: list[str]) -> dict[str, object] | None:
     """run_snapshot's arguments from `args` (after `snapshot`), or None: let typer parse."""
     values = dict(DEFAULTS)
+    given: set[str] = set()
     i = 0
     while i < len(args):
         name, eq, inline = args[i].partition("=")
@@ -39,6 +41,7 @@ def parse(args: list[str]) -> dict[str, object] | None:
         if spec is None:
             return None  # --help, a positional, -oFILE, a typo: click's rules and messages
         param, takes_value = spec
+        given.add(LONG[param])
         if not takes_value:
             if eq and name.startswith("--"):
                 return None
@@ -51,6 +54,10 @@ def parse(args: list[str]) -> dict[str, object] | None:
         else:
             return None  # a missing value (or one that looks like an option): click decides
         i += 1
+    from provenance.cli.option_checks import has_empty, refusal
+
+    if refusal("snapshot", given) or has_empty(values):
+        return None  # contradicting or empty options: typer's path refuses them
     if values["out"] is not None:
         values["out"] = Path(values["out"])
     return values
@@ -106,26 +113,15 @@ def _start_collector(values: dict[str, object]):
 
 
 def _guarded(values: dict[str, object], started=None) -> int:
-    """The snapshot command under the CLI's error rules (as `provenance.cli.main`)."""
-    from provenance.model.errors import ProvError
-
+    """The snapshot command under the CLI's error rules (provenance/cli/failure.py)."""
     try:
         from provenance.cli.snapshot_run import run_snapshot
 
         run_snapshot(**values, started=started)
-    except ProvError as exc:
-        print(f"prov: error: {exc}", file=sys.stderr)
-        return exc.exit_code
-    except KeyboardInterrupt:
-        print("prov: interrupted", file=sys.stderr)
-        return 130
-    except Exception as exc:
-        if os.environ.get("PROV_DEBUG"):
-            raise
-        first = (str(exc).splitlines() or [""])[0]
-        print(f"prov: internal error: {type(exc).__name__}: {first} "
-              "(PROV_DEBUG=1 shows the traceback)", file=sys.stderr)
-        return 70
+    except (Exception, KeyboardInterrupt) as exc:
+        from provenance.cli.failure import failed
+
+        return failed(exc)
     finally:
         if started is not None:
             from provenance.collectors import foreign

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -13,31 +12,6 @@ from provenance.cli import app
 from provenance.model.errors import ProvError
 
 DEFAULT_INDEX = "https://pypi.org/simple"
-
-
-def _pip_find_links() -> list[Path]:
-    """pip's own configured --find-links directories (PIP_FIND_LINKS and pip.conf)."""
-    import configparser
-
-    dirs = os.environ.get("PIP_FIND_LINKS", "").split()
-    for conf in (
-        "/etc/pip.conf",
-        "/etc/xdg/pip/pip.conf",
-        os.path.expanduser("~/.config/pip/pip.conf"),
-        os.path.expanduser("~/.pip/pip.conf"),
-    ):
-        parser = configparser.ConfigParser()
-        try:
-            parser.read(conf)
-        except configparser.Error:
-            continue
-        if parser.has_option("global", "find-links"):
-            dirs += parser.get("global", "find-links").split()
-    return [
-        Path(d.removeprefix("file://"))
-        for d in dirs
-        if d and "://" not in d.removeprefix("file://")
-    ]
 
 
 def source_manifest(
@@ -81,8 +55,15 @@ def lock(
     run: str = typer.Option(None, "--run", help="Lock the environment of a recorded run."),
     python: str = typer.Option(None, "--python", help="Lock another interpreter's environment."),
     out: Path = typer.Option(Path("pylock.toml"), "--out", "-o", help="Where to write the lock."),
-    find_links: list[Path] = typer.Option(None, "--find-links", help="Local wheel directories."),
-    index_url: str = typer.Option(DEFAULT_INDEX, "--index-url", help="Simple index for hashes."),
+    index_url: str = typer.Option(
+        DEFAULT_INDEX, "--index-url", help="Simple index asked for each package's file."),
+    extra_index_url: list[str] = typer.Option(
+        None, "--extra-index-url", metavar="URL",
+        help="Another simple index, asked after --index-url."),
+    find_links: list[Path] = typer.Option(
+        None, "--find-links",
+        help="A wheel directory, asked after the indexes; a file there is locked only if "
+             "installing it gives the installed files."),
     offline: bool = typer.Option(False, "--offline", help="Ask no index; local sources only."),
     allow_missing: bool = typer.Option(
         False, "--allow-missing-hashes", help="Write even if some artifact hashes are unknown."
@@ -90,7 +71,6 @@ def lock(
     as_json: bool = typer.Option(False, "--json", help="Print what was written as JSON."),
 ) -> None:
     """Write a PEP 751 pylock.toml (with prov's facts under [tool.prov])."""
-    from lockfiles.artifacts import LocalWheels, SimpleIndex
     from lockfiles.pylock import write_pylock
 
     if not (out.parent if str(out.parent) else Path(".")).is_dir():
@@ -99,28 +79,14 @@ def lock(
     if not (name == "pylock.toml" or (name.startswith("pylock.") and name.endswith(".toml"))):
         raise ProvError(f"{name}: PEP 751 requires the name pylock.toml or pylock.NAME.toml")
     m = source_manifest(manifest, image, run, verify_files=False, python=python)
-    finders = [LocalWheels(list(find_links or []) + _pip_find_links()).find]
-    index = None if offline else SimpleIndex(index_url)
-    if index is not None:
-        finders.append(index.find)
+    indexes = [] if offline else [index_url, *(extra_index_url or [])]
     from provenance.cli.progress import counter
 
     with counter("looking up artifact hashes:") as step:
-
-        def counted(find):
-            def lookup(*args, **kwargs):
-                step(str(args[0]) if args else "")
-                return find(*args, **kwargs)
-            return lookup
-
-        result = write_pylock(m, [counted(finders[0]), *finders[1:]], out.resolve().parent)
+        sources, asked = _sources(indexes, list(find_links or []), step)
+        result = write_pylock(m, sources, out.resolve().parent)
     if result.missing_hashes and not allow_missing:
-        why = f" (index unreachable: {index.unreachable})" if index and index.unreachable else ""
-        raise ProvError(
-            f"{len(result.missing_hashes)} package(s) have no known artifact hash{why}: "
-            f"{', '.join(result.missing_hashes[:8])}; --allow-missing-hashes writes an "
-            "incomplete lock that says so"
-        )
+        raise ProvError(_missing_message(result.missing_hashes, asked, offline))
     from provenance.model.atomic import write_atomic
 
     write_atomic(out, result.text)
@@ -131,24 +97,53 @@ def lock(
                     "missing_hashes": list(result.missing_hashes),
                     "complete": not result.missing_hashes})
         return
-    sources = ", ".join(f"{n} from {k}" for k, n in sorted(result.sources.items()))
-    print(f"locked {result.packages} packages to {out} ({sources})")
+    sources_text = ", ".join(f"{n} from {k}" for k, n in sorted(result.sources.items()))
+    print(f"locked {result.packages} packages to {out} ({sources_text})")
     if result.missing_hashes:
         print(
             f"incomplete: no artifact hash for {', '.join(result.missing_hashes)}", file=sys.stderr
         )
 
 
+def _sources(indexes: list[str], find_links: list[Path], step):
+    """The lock's artifact sources, and the indexes (to say which were unreachable)."""
+    from containers.catalogers import content_fingerprint
+    from lockfiles.artifacts import LocalWheels, SimpleIndex
+    from lockfiles.pylock import Sources
+
+    asked = [SimpleIndex(url) for url in indexes]
+    local = LocalWheels(find_links, content_fingerprint) if find_links else None
+    sources = Sources(indexes=[index.find for index in asked],
+                      local=[local.find] if local else [], fingerprint=content_fingerprint,
+                      on_package=step)
+    return sources, asked
+
+
+def _missing_message(missing: list[str], asked, offline: bool) -> str:
+    down = [index.unreachable for index in asked if index.unreachable]
+    why = f" (index unreachable: {'; '.join(down)})" if down else ""
+    name = ("--offline asks no index: name their wheel directory (--find-links)" if offline
+            else "name the index they came from (--extra-index-url) or their wheel "
+                 "directory (--find-links)")
+    return (
+        f"{len(missing)} package(s) have no known artifact{why}: {', '.join(missing[:8])}; "
+        f"{name}, or --allow-missing-hashes writes an incomplete lock that says so"
+    )
+
+
 def verify_environment_command(
-    lock_path: Path, source: str | None, as_json: bool, python: str | None = None
+    lock_path: Path, source: str | None, as_json: bool, python: str | None = None,
+    exact: bool = False,
 ) -> int:
-    """Exit 0 when the environment (or image SOURCE) matches the lock, 1 when it does not."""
+    """Exit 0 when the environment (or image SOURCE) matches the lock, 1 when it does not;
+    with `exact`, an installed package the lock does not name is a mismatch whatever the
+    lock's kind."""
     from lockfiles.read import read_lock
     from lockfiles.verify_env import verify
 
     lock_doc = read_lock(lock_path)
     manifest = source_manifest(None, source, None, verify_files=source is None, python=python)
-    report = verify(lock_doc, manifest)
+    report = verify(lock_doc, manifest, exact=True if exact else None)
     if as_json:
         from provenance.cli.output import print_json
 
@@ -159,6 +154,11 @@ def verify_environment_command(
     con = console()
     if report.ignored:
         con.print(f"not in the lock, ignored as installer tooling: {', '.join(report.ignored)}")
+    if report.extras:
+        names = ", ".join(f"{e.package} {e.installed}" for e in report.extras)
+        con.print(f"{len(report.extras)} installed package(s) not named by {lock_path.name}, "
+                  f"not checked (a {lock_doc.kind} file constrains only what it names; "
+                  f"--exact fails on them): {names}", markup=False)
     if report.ok:
         con.print(f"[green]ok[/green]: {report.checked} locked packages match ({report.lock_kind})")
         return 0

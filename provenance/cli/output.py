@@ -100,7 +100,9 @@ def state_text(state: str, exit_status: int | None, signal: str | None = None) -
 
 
 def print_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+    from provenance.model.text import json_text
+
+    sys.stdout.write(json_text(data, indent=2, sort_keys=True) + "\n")
 
 
 def short(value: Any, width: int = 60) -> str:

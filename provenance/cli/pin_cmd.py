@@ -38,7 +38,7 @@ def pin(
     and every file a package lists, re-hashed (with what was checked, skipped, unlisted)."""
     from importlib.metadata import version
 
-    from lockfiles.image_lock import lock_from_facts
+    from lockfiles.image_lock import lock_from_facts, lock_packages
     from provenance.model.atomic import write_atomic
 
     if platform is not None and not _PLATFORM.fullmatch(platform):
@@ -64,7 +64,7 @@ def pin(
         "manifest_synthesized": image["manifest_synthesized"],
         "config_digest": image["config_digest"],
         "layers": len(image["layers"]),
-        "packages": len(scan.packages()),
+        "packages": len(lock_packages(facts)),
         "files": _files_summary(files or {}),
         "coverage": coverage,
         "warnings": scan.warnings,

@@ -42,7 +42,9 @@ def publish(
         None, "--param", help="External parameter NAME=VALUE (model, engine arguments); repeatable."
     ),
     dependency: list[str] = typer.Option(
-        None, "--dependency", help="Resolved dependency NAME=sha256:HEX (weights); repeatable."
+        None, "--dependency",
+        help="Another resolved dependency NAME=sha256:HEX (a dataset; the model files the run "
+             "read are listed without it); repeatable."
     ),
     force: bool = typer.Option(False, "--force", help="Replace an existing bundle."),
     allow_unrecorded: bool = typer.Option(

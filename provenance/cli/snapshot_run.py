@@ -13,6 +13,11 @@ from typing import Any
 from provenance.model.errors import ProvError
 
 
+def _database_counts(os_facts: dict[str, Any]) -> list[str]:
+    """`734 dpkg`, `15 apk`: the OS package databases a host or an image holds."""
+    return [f"{len(os_facts[k])} {k}" for k in ("dpkg", "apk") if isinstance(os_facts.get(k), dict)]
+
+
 def summary_lines(facts: dict[str, Any], digest: str) -> list[tuple[str, str]]:
     """(label, text) rows for the human summary."""
     rows: list[tuple[str, str]] = []
@@ -31,7 +36,7 @@ def summary_lines(facts: dict[str, Any], digest: str) -> list[tuple[str, str]]:
     if isinstance(os_, dict):
         rel = os_.get("release")
         name = rel.get("pretty_name", "?") if isinstance(rel, dict) else str(rel)
-        kinds = [f"{len(os_[k])} {k}" for k in ("dpkg", "apk") if isinstance(os_.get(k), dict)]
+        kinds = _database_counts(os_)
         libc = os_.get("libc", {})
         rows.append(
             (
@@ -216,7 +221,7 @@ def _snapshot_image(source: str, out: Path | None, fmt: str, as_json: bool) -> N
         ("image", f"{img.get('reference') or source}  {img['platform']}"),
         ("config", img["config_digest"]),
         ("layers", str(len(img["layers"]))),
-        ("os", f"{name}  {len(scan.os.get('dpkg', {}))} dpkg"),
+        ("os", f"{name}  " + ("  ".join(_database_counts(scan.os)) or "no package database")),
         ("python", f"{len(scan.python['packages'])} packages"),
         ("digest", manifest.digest()),
     ]

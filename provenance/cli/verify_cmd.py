@@ -6,7 +6,8 @@ The command dispatches and renders; each room owns its own verification:
 - `BUNDLE` (a directory, .tar.gz or registry reference): `provenance.publish`, whose report
   is printed here step by step; `--receipt FILE` adds a step checking one exchange receipt;
 - `--model DIR` with `--run RUN` and/or `--signature FILE`: a model directory's files against
-  a run's recorded digests or an OpenSSF model-signing signature (`verify_model`).
+  a run's recorded digests or an OpenSSF model-signing signature (`verify_model`); with a
+  BUNDLE, against the bundle's model component (the bundle's step 9).
 """
 
 from __future__ import annotations
@@ -28,13 +29,18 @@ def verify(
         None, "--key",
         help="Public key: a bundle's (ed25519), or with --signature the model signer's (EC)."),
     python: str = typer.Option(None, "--python", help="With --lock: check this interpreter's env."),
+    exact: bool = typer.Option(
+        False, "--exact",
+        help="With an environment --lock: an installed package the lock does not name is a "
+             "mismatch (the default only for locks that name a whole environment)."),
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
     no_signature: bool = typer.Option(
         False, "--no-signature",
         help="Check a bundle's or --signature's digests without a trusted key "
              "(authenticity NOT checked)."),
     model: Path = typer.Option(
-        None, "--model", help="Check a model directory's files (with --run and/or --signature)."),
+        None, "--model",
+        help="Check a model directory's files (against a BUNDLE, --run and/or --signature)."),
     run: str = typer.Option(None, "--run", help="With --model: the digests this run recorded."),
     signature: Path = typer.Option(
         None, "--signature", help="With --model: an OpenSSF model-signing signature (model.sig)."),
@@ -43,16 +49,23 @@ def verify(
         help="With a BUNDLE: check one exchange receipt (JSON) a client saved against it."),
 ) -> None:
     """Verify a published bundle, an image/environment against its lock, or a model directory."""
-    if receipt is not None and (model is not None or lock is not None):
-        raise ProvError("--receipt is checked against a BUNDLE, not with --model or --lock")
-    if model is not None or run is not None or signature is not None:
+    if receipt is not None and (lock is not None or (model is not None and target is None)):
+        raise ProvError("--receipt is checked against a BUNDLE, not with --lock or a --model "
+                        "directory on its own")
+    bundle_model = model is not None and target is not None and lock is None
+    if bundle_model and (run is not None or signature is not None):
+        raise ProvError("with a BUNDLE, --model DIR is checked against the bundle's model; "
+                        "--run and --signature check a directory on their own")
+    if not bundle_model and (model is not None or run is not None or signature is not None):
         if model is None:
             raise ProvError("--run and --signature check a model directory: give --model DIR")
         if lock is not None or target is not None:
-            raise ProvError("--model is checked on its own, not with a bundle or --lock")
+            raise ProvError("--model is checked against a BUNDLE or on its own, not with --lock")
         from provenance.cli.verify_model import verify_model_command
 
         raise typer.Exit(verify_model_command(model, run, signature, key, no_signature, as_json))
+    if exact and lock is None:
+        raise ProvError("--exact checks an environment against a --lock FILE")
     if lock is not None:
         if image and target:
             raise ProvError("give the image either as SOURCE or with --image, not both")
@@ -61,8 +74,12 @@ def verify(
         if is_environment_lock(lock):  # pylock.toml, uv.lock, requirements.txt
             from provenance.cli.lock_cmd import verify_environment_command
 
-            code = verify_environment_command(lock, image or target, as_json, python=python)
+            code = verify_environment_command(lock, image or target, as_json, python=python,
+                                              exact=exact)
             raise typer.Exit(code)
+        if exact:
+            raise ProvError(f"{lock}: an image lock names every package already; --exact is "
+                            "for environment locks")
         from provenance.cli.verify_image import verify_image_lock
 
         raise typer.Exit(verify_image_lock(lock, source=image or target, as_json=as_json))
@@ -77,7 +94,9 @@ def verify(
         from provenance.publish.receipts import read_receipt
 
         wanted = read_receipt(receipt)  # malformed: bad input, exit 2
-    report = verify_target(target, key, no_signature, wanted)
+    if model is not None and not model.is_dir():
+        raise ProvError(f"--model {model}: not a directory")
+    report = verify_target(target, key, no_signature, wanted, model)
     if as_json:
         from provenance.cli.output import print_json
 

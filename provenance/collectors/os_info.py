@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from containers.catalogers import parse_os_release
+from containers.catalogers import OS_RELEASE_PATHS, parse_os_release
 from provenance.collectors import answer_cache
 
 
@@ -51,16 +51,7 @@ def dpkg_packages(root: Path, warnings: list[str]) -> dict[str, Any] | None:
                 )
             except OSError as exc:
                 warnings.append(f"os: cannot read {entry}: {exc.strerror}")
-    packages: dict[str, Any] = {}
-    for pkg in found:
-        facts: dict[str, Any] = {"version": pkg.version, "arch": pkg.architecture}
-        if pkg.source != pkg.name or pkg.source_version != pkg.version:
-            facts["source"] = pkg.source
-            facts["source_version"] = pkg.source_version
-        if pkg.state != "installed":
-            facts["state"] = pkg.state
-        packages[pkg.key] = facts
-    return packages
+    return {pkg.key: pkg.facts() for pkg in found}
 
 
 def _dpkg_inputs(root: Path) -> list[str]:
@@ -93,29 +84,25 @@ def host_dpkg_packages(warnings: list[str], root: Path = Path("/")) -> dict[str,
     return packages
 
 
-def apk_packages(root: Path) -> dict[str, Any] | None:
+def apk_packages(root: Path, warnings: list[str]) -> dict[str, Any] | None:
+    """Packages from apk's installed database under `root` (the image cataloger's parser);
+    None if there is none."""
     db = root / "lib/apk/db/installed"
     if not db.exists():
         return None
-    packages: dict[str, Any] = {}
-    name = version = arch = ""
-    for line in db.read_text(encoding="utf-8", errors="replace").splitlines() + [""]:
-        if not line:
-            if name:
-                packages[name] = {"version": version, "arch": arch}
-            name = version = arch = ""
-        elif line.startswith("P:"):
-            name = line[2:]
-        elif line.startswith("V:"):
-            version = line[2:]
-        elif line.startswith("A:"):
-            arch = line[2:]
-    return packages
+    from containers.catalogers import parse_installed  # only where there is a database
+
+    try:
+        text = db.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        warnings.append(f"os: cannot read {db}: {exc.strerror}")
+        return {"error": f"unreadable: {exc.strerror}"}
+    return {pkg.key: pkg.facts() for pkg in parse_installed(text)}
 
 
 def collect(warnings: list[str], root: Path = Path("/")) -> dict[str, Any]:
     section: dict[str, Any] = {}
-    for candidate in ("etc/os-release", "usr/lib/os-release"):
+    for candidate in OS_RELEASE_PATHS:
         path = root / candidate
         if path.exists():
             section["release"] = parse_os_release(
@@ -133,7 +120,7 @@ def collect(warnings: list[str], root: Path = Path("/")) -> dict[str, Any]:
     dpkg = host_dpkg_packages(warnings) if root == Path("/") else dpkg_packages(root, warnings)
     if dpkg is not None:
         section["dpkg"] = dpkg
-    apk = apk_packages(root)
+    apk = apk_packages(root, warnings)
     if apk is not None:
         section["apk"] = apk
     return section

@@ -5,17 +5,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from provenance.exec.environment import with_command_env
+from provenance.exec.environment import with_command_env, without_known
+from provenance.model.redact import KnownSecrets, store_key
 from provenance.snapshot_cache import CachedSnapshot, cached_snapshot, still_valid
 from provenance.store import Store
 
 
 def check_drift(snap: CachedSnapshot, python: str | None, store: Store,
-                env_extra: Mapping[str, str] | None = None) -> dict[str, Any]:
+                env_extra: Mapping[str, str] | None = None,
+                known: KnownSecrets | None = None) -> dict[str, Any]:
     """The record's `drift` entry: the identity keys that changed, and the manifest after."""
     if still_valid(snap, python):
         return {"checked": True, "detected": False}
-    after = with_command_env(cached_snapshot(python, use_cache=False), env_extra)
+    after = without_known(with_command_env(cached_snapshot(python, use_cache=False), env_extra),
+                          known, store_key(store.root))
     if after.manifest_digest == snap.manifest_digest:
         return {"checked": True, "detected": False, "resnapshot": True}
     from provenance.model import LeafKind

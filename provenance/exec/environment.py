@@ -19,7 +19,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from provenance.model.redact import redact_value
+from provenance.model import Manifest
+from provenance.model.redact import KnownSecrets, redact_value
 from provenance.snapshot_cache import CachedSnapshot, cached_snapshot
 from provenance.store.manifests import adds_nothing, run_manifest
 
@@ -68,6 +69,21 @@ def command_env(env_extra: Mapping[str, str] | None) -> dict[str, str]:
     from provenance.collectors.env import relevant
 
     return {k: redact_value(k, str(v)) for k, v in (env_extra or {}).items() if relevant(k)}
+
+
+def without_known(snap: CachedSnapshot, known: KnownSecrets | None,
+                  key: bytes | None = None) -> CachedSnapshot:
+    """The snapshot with the run's known secret values hidden: a value redaction hid in the
+    run's argv, tags or params that also stands under a variable the snapshot records by a
+    harmless name (`--password X` and `VLLM_NOTE=X`). Unchanged, and no walk of its leaves,
+    when none occurs (the common case)."""
+    if not known or not known.occurs_in(snap.text):
+        return snap
+    m = Manifest(known.hide_in_tree(snap.manifest().facts, key))
+    text = m.to_json()
+    return dataclasses.replace(
+        snap, text=text, manifest_digest=m.digest(),
+        object_digest="sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest())
 
 
 def with_command_env(snap: CachedSnapshot, env_extra: Mapping[str, str] | None) -> CachedSnapshot:

@@ -15,7 +15,7 @@ from typing import Any
 from provenance.exec.probe.envread import command_env_digests
 from provenance.model import Manifest, ManifestError, ProvError
 from provenance.model.inputs import read_json
-from provenance.model.redact import redact_tree
+from provenance.model.redact import KnownSecrets, redact_tree
 
 FACTS_FILE = "facts.json"
 
@@ -33,9 +33,11 @@ def _load(path: Path, warnings: list[str]) -> dict[str, Any]:
 
 
 def read_run_facts(run_dir: Path, base_sections: Iterable[str], warnings: list[str],
-                   key: bytes | None = None) -> dict[str, Any]:
+                   key: bytes | None = None,
+                   known: KnownSecrets | None = None) -> dict[str, Any]:
     """The sections of facts.json that may join the manifest, redacted (a fact named like a
-    secret, `runtime.openai.api_key`, is hidden); problems go to `warnings`."""
+    secret, `runtime.openai.api_key`, is hidden, and so is any value the run's redaction hid
+    elsewhere, `known`); problems go to `warnings`."""
     path = run_dir / FACTS_FILE
     if not path.exists():
         return {}
@@ -48,7 +50,7 @@ def read_run_facts(run_dir: Path, base_sections: Iterable[str], warnings: list[s
         if not isinstance(value, dict):
             warnings.append(f"facts.json: section {section!r} is not a table; ignored")
             continue
-        out[section] = redact_tree(value, key)
+        out[section] = redact_tree(value, key, known=known)
     if out:
         try:
             Manifest(dict(out)).leaves()
@@ -65,19 +67,20 @@ def snapshot_sections(text: str) -> list[str]:
 
 def run_facts(run_dir: Path, snapshot_text: str, argv: list[str], workdir: Path,
               outputs: Iterable[Path], section: dict[str, Any], key: bytes,
-              warnings: list[str], consume: bool = True) -> dict[str, Any]:
+              warnings: list[str], consume: bool = True,
+              known: KnownSecrets | None = None) -> dict[str, Any]:
     """The run's own manifest sections, one rule for every caller: facts.json, what the probe
     saw (it wins, redacted) and `run` (name, tags, params). `prov exec` calls it when the
     command has ended (consuming the probe's files), live.py while it runs and recover.py
     for an abandoned run (both without consuming)."""
     from provenance.exec.probe import host as probe
 
-    facts = read_run_facts(run_dir, snapshot_sections(snapshot_text), warnings, key)
+    facts = read_run_facts(run_dir, snapshot_sections(snapshot_text), warnings, key, known)
     env_digests = command_env_digests(run_dir / "probe", key)  # before collect consumes it
-    seen = probe.collect(run_dir, argv, list(outputs), workdir, consume=consume)
-    probe.merge_into(facts, redact_tree(seen, key), warnings)
+    seen = probe.collect(run_dir, argv, list(outputs), workdir, consume=consume, key=key)
+    probe.merge_into(facts, redact_tree(seen, key, known=known), warnings)
     if env_digests and isinstance(facts.get("probe"), dict):
         facts["probe"]["command_env"] = env_digests
-    if section:
-        facts["run"] = section
+    if section:  # name, tags, params: the name is the user's text, not yet redacted
+        facts["run"] = redact_tree(section, key, known=known)
     return facts

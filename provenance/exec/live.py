@@ -28,7 +28,7 @@ from typing import Any
 from provenance.exec.facts import run_facts
 from provenance.exec.record import run_section
 from provenance.model.errors import ProvError
-from provenance.model.redact import store_key
+from provenance.model.redact import KnownSecrets, store_key
 from provenance.store import RunRecord, Store
 from provenance.store.manifests import run_manifest_text
 from provenance.store.records import now_iso
@@ -76,8 +76,9 @@ class LiveFacts:
 
     def __init__(self, store: Store, record: RunRecord, started: str, snapshot_text: str,
                  snapshot_digest: str, argv: Sequence[str], workdir: Path,
-                 outputs: Sequence[Path]) -> None:
+                 outputs: Sequence[Path], known: KnownSecrets | None = None) -> None:
         self.store = store
+        self.known = known  # what the run's redaction hid: hidden in its facts too
         self.record = record  # the first started record: every update derives from it
         self.digest = started  # the newest started record
         self.snapshot_text = snapshot_text
@@ -136,7 +137,7 @@ class LiveFacts:
         warnings: list[str] = []
         facts = run_facts(self.run_dir, self.snapshot_text, self.argv, self.workdir,
                           self.outputs, run_section(self.record), store_key(self.store.root),
-                          warnings, consume=False)
+                          warnings, consume=False, known=self.known)
         obj, digest = store_run_manifest(self.store, self.record, self.snapshot_text,
                                          self.snapshot_digest, facts)
         if obj == self.manifest_obj:

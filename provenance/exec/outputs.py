@@ -15,8 +15,10 @@ from typing import Any
 from provenance.exec.facts import FACTS_FILE
 from provenance.model import ProvError, canonical_json
 from provenance.model.inputs import read_json
-from provenance.model.redact import redact_tree, store_key
+from provenance.model.redact import KnownSecrets, redact_tree, store_key
 from provenance.store.records import TREE_KIND, encode
+
+_CHUNK = 1 << 20
 
 
 def hash_file(path: Path) -> tuple[str, int]:
@@ -78,19 +80,58 @@ def hash_outputs(workdir: Path, outputs, store, warnings: list[str]) -> dict[str
     return outs
 
 
-def _put_facts(path: Path, store) -> tuple[str, int]:
+def _put_facts(path: Path, store, known: KnownSecrets | None) -> tuple[str, int]:
     """facts.json as stored: its redacted form (what joined the manifest), never the raw file."""
     try:
         doc = read_json(path, "record")
     except ProvError:
         doc = {"unreadable": "facts.json was not a readable JSON document"}
-    data = canonical_json(redact_tree(doc, store_key(store.root)))
+    data = canonical_json(redact_tree(doc, store_key(store.root), known=known))
     return store.put_object(data), len(data)
 
 
-def ingest_run_dir(run_dir: Path, store, skip: tuple[str, ...] = ()) -> dict[str, Any]:
+def _put_hidden(path: Path, store, known: KnownSecrets | None) -> tuple[str, int]:
+    """A run-dir file as stored: the values the run's redaction hid (its KnownSecrets)
+    replaced wherever they occur, in text or binary alike, streamed in chunks that overlap
+    by the longest value (a file holding none is stored byte for byte)."""
+    if not known:
+        return store.put_file(path)
+    key, overlap = store_key(store.root), known.longest()
+    writer, tail = store.object_writer("rundir-"), b""
+    try:
+        with open(path, "rb") as fh:
+            while chunk := fh.read(_CHUNK):
+                buf = tail + chunk
+                spans = known.spans(buf)
+                cut = len(buf) - overlap  # an occurrence may still grow past this point
+                cut = min([cut, *(s for s, e in spans if e > cut)])
+                writer.write(_marked(buf[:max(cut, 0)], spans, key, known))
+                tail = buf[max(cut, 0):]
+        writer.write(_marked(tail, known.spans(tail), key, known))
+        return writer.close(), writer.size
+    except BaseException:
+        writer.abort()
+        raise
+
+
+def _marked(data: bytes, spans: list[tuple[int, int]], key: bytes,
+            known: KnownSecrets) -> bytes:
+    out, pos = [], 0
+    for start, end in spans:
+        if end > len(data):
+            break
+        out += [data[pos:start], known.hide_in(
+            data[start:end].decode("utf-8", "surrogateescape"), key).encode(
+                "utf-8", "surrogateescape")]
+        pos = end
+    return b"".join(out) + data[pos:]
+
+
+def ingest_run_dir(run_dir: Path, store, skip: tuple[str, ...] = (),
+                   known: KnownSecrets | None = None) -> dict[str, Any]:
     """Copy every file under PROV_RUN_DIR into the store: relative path -> digest, size
-    (but those under the top-level directories in `skip`)."""
+    (but those under the top-level directories in `skip`); values the run's redaction hid
+    (`known`) are hidden in them."""
     out: dict[str, Any] = {}
     if not run_dir.is_dir():
         return out
@@ -102,7 +143,8 @@ def ingest_run_dir(run_dir: Path, store, skip: tuple[str, ...] = ()) -> dict[str
             out[rel] = {"link": os.readlink(f)}
             continue
         try:
-            digest, size = _put_facts(f, store) if rel == FACTS_FILE else store.put_file(f)
+            digest, size = (_put_facts(f, store, known) if rel == FACTS_FILE
+                            else _put_hidden(f, store, known))
         except OSError as exc:
             out[rel] = {"error": exc.strerror or str(exc)}
             continue

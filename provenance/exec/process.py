@@ -72,9 +72,10 @@ def takes_terminal(stream: bool) -> bool:
     return stream and threading.current_thread() is threading.main_thread() and owns_terminal()
 
 
-def spawn(argv: Sequence[str], env: Mapping[str, str], cwd: Path,
+def spawn(argv: Sequence[str], env: Mapping[str, str], cwd: Path | None,
           foreground: bool) -> subprocess.Popen:
-    """Start the command with piped stdout/stderr in its own process group (OSError if not)."""
+    """Start the command with piped stdout/stderr in its own process group (OSError if not);
+    `cwd` None: in prov's own working directory (one that was deleted, too)."""
     _libc()
     return subprocess.Popen(
         list(argv),
@@ -82,7 +83,7 @@ def spawn(argv: Sequence[str], env: Mapping[str, str], cwd: Path,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env=dict(env),
-        cwd=str(cwd),
+        cwd=None if cwd is None else str(cwd),
         preexec_fn=lambda parent=os.getpid(), fg=foreground: _child_setup(parent, fg),
         bufsize=0,
     )

@@ -6,46 +6,60 @@ failing itself (a bug, ^C before the command started) writes a *failed* record s
 
 from __future__ import annotations
 
+import os
 import resource
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from provenance.model.redact import redact_argv, redact_value
+from provenance.model.redact import KnownSecrets, redact_argv, redact_value, secrets_of_run
 from provenance.snapshot_cache import CachedSnapshot
 from provenance.store import RunRecord, Store
 from provenance.store.records import new_run_id, now_iso, supervisor_identity
 
 
-def _params(params: Mapping[str, Any] | None) -> dict[str, Any]:
-    return {str(k): redact_value(str(k), v) if isinstance(v, str) else v
+def _params(params: Mapping[str, Any] | None, known: KnownSecrets | None) -> dict[str, Any]:
+    return {str(k): redact_value(str(k), v, known=known) if isinstance(v, str) else v
             for k, v in (params or {}).items()}
+
+
+def run_secrets(argv: Sequence[str], env_extra: Mapping[str, str] | None, name: str | None,
+                tags: Mapping[str, str] | None,
+                params: Mapping[str, Any] | None) -> KnownSecrets:
+    """What the run's redaction hides in the environment the command gets (all of it, not
+    only what the snapshot records), its argv, name, tags and params: every writer of the
+    run removes these values wherever they appear again (model.redact.KnownSecrets)."""
+    env = {**os.environ, **(env_extra or {})}
+    labels = {**(tags or {}), **{k: v for k, v in (params or {}).items() if isinstance(v, str)}}
+    if name:
+        labels["name"] = name
+    return secrets_of_run(env, argv, labels)
 
 
 def started_record(argv: Sequence[str], *, name: str | None, workdir: Path,
                    tags: Mapping[str, str] | None, params: Mapping[str, Any] | None,
                    env_extra: Mapping[str, str] | None, snap: CachedSnapshot,
                    manifest_obj: str, git_facts: dict[str, Any],
-                   python: str | None) -> RunRecord:
+                   python: str | None, known: KnownSecrets | None = None) -> RunRecord:
     """The fields every record of the run carries (secrets redacted)."""
     from provenance import __version__
 
     return RunRecord(
         run_id=new_run_id(),
         state="started",
-        command=tuple(redact_argv(list(argv))),
+        command=tuple(redact_argv(list(argv), known=known)),
         cwd=str(workdir),
         name=name,
-        tags={str(k): redact_value(str(k), str(v)) for k, v in (tags or {}).items()},
-        params=_params(params),
+        tags={str(k): redact_value(str(k), str(v), known=known) for k, v in (tags or {}).items()},
+        params=_params(params, known),
         started_at=now_iso(),
         manifest=manifest_obj,
         manifest_digest=snap.manifest_digest,
         snapshot={"cache": "hit" if snap.hit else "miss", "warnings": snap.warnings},
         git=git_facts,
         supervisor={**supervisor_identity(), "prov_version": __version__},
-        env_extra={k: redact_value(k, v) for k, v in (env_extra or {}).items()},
+        env_extra={k: redact_value(k, v, known=known) for k, v in (env_extra or {}).items()},
         interpreter=python or None,
     )
 

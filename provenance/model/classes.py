@@ -99,6 +99,7 @@ CLASSIFICATION: tuple[tuple[str, LeafKind], ...] = (
     ("python.packages.*.layer", C),
     ("python.packages.*.debian_package", C),
     ("os.dpkg.*.layer", C),
+    ("os.apk.*.layer", C),
     ("cuda.toolkit.*.path", C),
     ("cuda.toolkit.*.layer", C),
     ("cuda.libraries.*.paths", C),

@@ -11,7 +11,9 @@ hostile cases are refused once, here, with one line and exit 2:
   RecursionError in the parser or in whatever walks the tree afterwards);
 - JSON whose text and parsed objects would not fit MAX_JSON_MEMORY (`json_memory`: a 40 MB
   list of small objects becomes ~1 GB of Python objects), estimated in one pass over the
-  text holding no list; `read_json` refuses a file over half that bound before reading it.
+  text holding no list; `read_json` refuses a file over half that bound before reading it;
+- JSON holding a lone UTF-16 surrogate (`"\\ud800"`: not Unicode text, which no UTF-8
+  writer accepts) or an integer past Python's 4,300-digit conversion limit.
 `check_output` is the matching rule for `--out`: create a file or replace a regular one,
 never a device node or a directory.
 
@@ -25,11 +27,13 @@ import json
 import os
 import re
 import stat
+import sys
 from itertools import accumulate
 from pathlib import Path
 from typing import Any, BinaryIO
 
 from provenance.model.errors import ProvError
+from provenance.model.text import has_lone_surrogate
 
 MiB = 1 << 20
 LIMITS: dict[str, int] = {  # bytes, by kind of input
@@ -245,12 +249,33 @@ def check_toml_depth(text: str, what: str, max_depth: int = MAX_DEPTH) -> None:
         raise InputError(f"{what}: nested deeper than {max_depth} levels")
 
 
+def parse_error(exc: Exception) -> str:
+    """A parser's complaint in the user's terms (Python's int-str limit names its own API)."""
+    text = str(exc)
+    if "integer string conversion" in text:
+        return f"an integer of more than {sys.get_int_max_str_digits()} digits"
+    return text
+
+
+_ESCAPED_SURROGATE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def refuse_lone_surrogates(text: str, doc: Any, what: str) -> None:
+    """A JSON document whose strings hold a lone surrogate is refused (a pair, an emoji
+    written `\\ud83d\\ude00`, is one character and passes)."""
+    if _ESCAPED_SURROGATE.search(text) and has_lone_surrogate(doc):
+        raise InputError(f"{what}: a lone UTF-16 surrogate escape (\\uD800-\\uDFFF) in a "
+                         "string: not Unicode text")
+
+
 def parse_json(text: str, what: str, max_depth: int = MAX_DEPTH) -> Any:
     check_json_shape(text, what, max_depth)
     try:
-        return json.loads(text)
-    except (ValueError, RecursionError) as exc:
-        raise InputError(f"{what}: not JSON ({exc})") from None
+        doc = json.loads(text)
+    except (ValueError, RecursionError) as exc:  # ValueError: also a 5,000-digit integer
+        raise InputError(f"{what}: not JSON ({parse_error(exc)})") from None
+    refuse_lone_surrogates(text, doc, what)
+    return doc
 
 
 def parse_toml(text: str, what: str, max_depth: int = MAX_DEPTH) -> Any:
@@ -259,8 +284,8 @@ def parse_toml(text: str, what: str, max_depth: int = MAX_DEPTH) -> Any:
     check_toml_depth(text, what, max_depth)
     try:
         return tomllib.loads(text)
-    except (tomllib.TOMLDecodeError, RecursionError) as exc:
-        raise InputError(f"{what}: not valid TOML ({exc})") from None
+    except (tomllib.TOMLDecodeError, ValueError, RecursionError) as exc:
+        raise InputError(f"{what}: not valid TOML ({parse_error(exc)})") from None
 
 
 def read_json(path: str | os.PathLike[str], kind: str = "json", limit: int | None = None) -> Any:

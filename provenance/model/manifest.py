@@ -22,6 +22,7 @@ from typing import Any
 from provenance.model.classes import LeafKind, classify
 from provenance.model.errors import ProvError
 from provenance.model.keys import join_key
+from provenance.model.text import json_text
 
 SCHEMA_VERSION = 1
 KIND = "prov.manifest"
@@ -35,9 +36,7 @@ class ManifestError(ProvError):
 
 
 def canonical_json(obj: Any) -> bytes:
-    return json.dumps(
-        obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-    ).encode("utf-8")
+    return json_text(obj, sort_keys=True, separators=(",", ":"), allow_nan=False).encode("utf-8")
 
 
 def sha256_digest(data: bytes) -> str:
@@ -192,13 +191,8 @@ class Manifest:
             (check_json_shape if stripped.startswith("{") else check_toml_depth)(text, origin)
         except InputError as exc:
             raise ManifestError(f"corrupted manifest: {exc}") from None
-        if stripped.startswith("{"):
-            try:
-                doc = json.loads(text)
-            except json.JSONDecodeError as exc:
-                raise ManifestError(f"{origin}: corrupted manifest: invalid JSON ({exc})") from None
-        else:
-            doc = _parse_toml(text, origin)
+        parse = _parse_json if stripped.startswith("{") else _parse_toml
+        doc = parse(text, origin)
         return cls.from_document(doc, origin=origin, verify=verify)
 
     @classmethod
@@ -220,19 +214,19 @@ def document_header(schema_version: int, digest: str, section_digests: dict[str,
 
 def document_json(doc: dict[str, Any]) -> str:
     """A manifest document as JSON text (the form stored and written by `prov snapshot`)."""
-    return json.dumps(doc, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+    return json_text(doc, sort_keys=True, indent=2) + "\n"
 
 
 def value_json(value: Any) -> str:
     """One top-level value of a document as `document_json` writes it, before indenting."""
-    return json.dumps(value, sort_keys=True, indent=2, ensure_ascii=False)
+    return json_text(value, sort_keys=True, indent=2)
 
 
 def document_json_of(fragments: dict[str, str]) -> str:
     """`document_json` of a document given each top-level value's `value_json` text, byte for
     byte (JSON text holds no raw newline, so indenting a value prefixes each of its lines):
     a caller that kept the text of unchanged sections serialises only the others."""
-    items = [f"  {json.dumps(key, ensure_ascii=False)}: " + text.replace("\n", "\n  ")
+    items = [f"  {json_text(key)}: " + text.replace("\n", "\n  ")
              for key, text in sorted(fragments.items())]
     return "{\n" + ",\n".join(items) + "\n}\n"
 
@@ -240,7 +234,25 @@ def document_json_of(fragments: dict[str, str]) -> str:
 def _parse_toml(text: str, origin: str) -> dict[str, Any]:
     import tomllib
 
+    from provenance.model.inputs import parse_error
+
     try:
         return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ManifestError(f"{origin}: corrupted manifest: invalid TOML ({exc})") from None
+    except (tomllib.TOMLDecodeError, ValueError) as exc:  # ValueError: a 5,000-digit integer
+        raise ManifestError(f"{origin}: corrupted manifest: invalid TOML "
+                            f"({parse_error(exc)})") from None
+
+
+def _parse_json(text: str, origin: str) -> dict[str, Any]:
+    from provenance.model.inputs import InputError, parse_error, refuse_lone_surrogates
+
+    try:
+        doc = json.loads(text)
+    except ValueError as exc:  # not JSON, or an integer past Python's 4,300-digit limit
+        raise ManifestError(f"{origin}: corrupted manifest: invalid JSON "
+                            f"({parse_error(exc)})") from None
+    try:
+        refuse_lone_surrogates(text, doc, f"{origin}: corrupted manifest")
+    except InputError as exc:
+        raise ManifestError(str(exc)) from None
+    return doc

@@ -110,19 +110,27 @@ def overall(verdicts: list[str]) -> str:
 
 def load_policy(path: Path | str) -> Policy:
     """Read and validate a policy file (before any run starts)."""
+    from provenance.model.inputs import InputError, read_input
+
     path = Path(path)
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise PolicyError(f"{path}: cannot read the policy: {exc.strerror or exc}") from None
+    try:  # a regular file, bounded: a FIFO or /dev/zero is one line, never a hang
+        data = read_input(path, "toml")
+    except InputError as exc:  # "toml PATH: REASON"
+        why = str(exc).rsplit(": ", 1)[-1]
+        raise PolicyError(f"{path}: cannot read the policy: {why}") from None
     return parse_policy(data, str(path))
 
 
 def parse_policy(data: bytes, where: str) -> Policy:
+    from provenance.model.inputs import InputError, check_toml_depth, parse_error
+
     try:
-        doc = tomllib.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise PolicyError(f"{where}: not a TOML policy: {exc}") from None
+        text = data.decode("utf-8")
+        check_toml_depth(text, where)
+        doc = tomllib.loads(text)
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError, InputError, ValueError) as exc:
+        # ValueError: a 5,000-digit integer; InputError: nested past the bound
+        raise PolicyError(f"{where}: not a TOML policy: {parse_error(exc)}") from None
     unknown = sorted(set(doc) - set(TOP_KEYS))
     if unknown:
         raise PolicyError(f"{where}: unknown key {unknown[0]!r} (a policy has "

@@ -12,6 +12,8 @@ import math
 import re
 from typing import Any
 
+from provenance.model.text import SURROGATE, without_surrogates
+
 _BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
 _ESCAPES = {
     "\\": "\\\\",
@@ -78,4 +80,7 @@ def dumps(doc: dict[str, Any], first_keys: tuple[str, ...] = ()) -> str:
             out.append(f"{key(k)} = {scalar(doc[k])}")
     rest = {k: v for k, v in doc.items() if k not in first_keys}
     _emit_table(out, [], rest, header=False)
-    return "\n".join(out) + "\n"
+    text = "\n".join(out) + "\n"
+    if SURROGATE.search(text):  # a name that is not UTF-8: kept as `\xNN`, as JSON keeps it
+        return dumps(without_surrogates(doc), first_keys)
+    return text

@@ -26,11 +26,12 @@ from pathlib import Path
 from provenance.model.atomic import replace_dir
 from provenance.model.errors import ProvError
 from provenance.model.inputs import check_output, read_input, shown
-from provenance.model.redact import redact_record
+from provenance.model.redact import redact_record, secrets_of_run
 from provenance.publish import kl
 from provenance.publish.archive import is_archive, safe_member_name, write_tar_gz
 from provenance.publish.bounds import SIGNED_NAME, UNSIGNED_NAME, check_size, check_statement
-from provenance.publish.inputs import Subject
+from provenance.publish.inputs import PublishedResult, Subject
+from provenance.publish.models import models_read
 from provenance.publish.statement import build_statement, descriptor
 
 SBOM_NAME = "sbom.cdx.json"
@@ -108,6 +109,27 @@ def check_recorded(contents: dict[Path, bytes], run, allow: bool) -> list[str]:
     return [f"results/{p.name}" for p in odd]
 
 
+def check_no_secrets(contents: dict[Path, bytes]) -> None:
+    """A result is signed as it is written, so it cannot be redacted: one that holds a value
+    prov hides as secret in this environment (an environment variable's value hidden by its
+    name or shape: model.redact.secrets_of_run) or a private key block is refused."""
+    known = secrets_of_run(os.environ, [])
+    odd = [p.name for p, data in contents.items()
+           if known.spans(data) or b"PRIVATE KEY-----" in data or b"PRIVATE KEY BLOCK-----" in data]
+    if odd:
+        raise ProvError(f"refusing to publish {', '.join(odd)}: it holds a secret (a value "
+                        "prov redacts from this environment, or a private key); remove it")
+
+
+def _check_dependencies(dependencies: dict[str, str]) -> None:
+    """`model:` names are the run's own model files (written from its record, never from
+    --dependency), so a dependency of that name could pass for one."""
+    taken = sorted(n for n in dependencies if n.startswith("model:"))
+    if taken:
+        raise ProvError(f"--dependency {taken[0]}: names starting with 'model:' are the model "
+                        "files the run read, which prov lists itself; choose another name")
+
+
 def _check_out(out: Path, force: bool) -> None:
     if out.exists() and not is_archive(out) and not out.is_dir():
         raise ProvError(f"--out {out}: exists and is not a bundle directory")
@@ -138,8 +160,10 @@ class _Tree:
         return desc
 
 
-def _byproducts(tree: _Tree, subject: Subject, cards: dict[str, dict]) -> list[dict]:
-    """Manifest (first), run record (redacted), SBOM and KL cards."""
+def _byproducts(tree: _Tree, subject: Subject, cards: dict[str, dict],
+                results: list[PublishedResult]) -> tuple[list[dict], str]:
+    """Manifest (first), run record (redacted), SBOM and KL cards; and the SBOM's serial
+    number (the statement links each model file to its component there)."""
     from provenance.sbom import build_bom, render
 
     m = subject.manifest
@@ -149,14 +173,15 @@ def _byproducts(tree: _Tree, subject: Subject, cards: dict[str, dict]) -> list[d
         rec = redact_record(subject.run.record or {"run_id": subject.run.run_id})
         out.append(tree.put(f"runs/{subject.run.run_id}.json", _json_bytes(rec),
                             "application/json"))
-    sbom_text = render(build_bom(subject))
+    built = build_bom(subject, results=results)
+    sbom_text = render(built)
     out.append(tree.put(SBOM_NAME, sbom_text.encode(), "application/vnd.cyclonedx+json"))
     for name, card in sorted(cards.items()):
         out.append(tree.put(f"disclosures/{name}.kl-card.json", _json_bytes(card),
                             "application/json"))
     if subject.run is not None:
         out.extend(_served(tree, subject.run.record))
-    return out
+    return out, str(built.bom.serial_number)
 
 
 def _served(tree: _Tree, record: dict) -> list[dict]:
@@ -205,16 +230,22 @@ def publish(
         private = load_private(key_path)
     cards = check_results(results, subject.manifest.digest())
     contents = {p: read_input(p, "result") for p in results}
+    check_no_secrets(contents)
     unrecorded = check_recorded(contents, subject.run, allow_unrecorded)
+    models = models_read(subject.manifest.facts)
+    _check_dependencies(dependencies or {})
 
     work = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
         tree = _Tree(work / "bundle")
         subjects = [tree.put(f"results/{p.name}", data) for p, data in contents.items()]
-        byproducts = _byproducts(tree, subject, cards)
+        published = [PublishedResult(f"results/{p.name}", kl.json_object(data, f"result {p}"))
+                     for p, data in contents.items()]
+        byproducts, serial = _byproducts(tree, subject, cards, published)
         statement = build_statement(subjects, subject, byproducts, parameters or {},
                                     dependencies or {}, prov_version(),
-                                    byproducts[0]["digest"]["sha256"], unrecorded)
+                                    byproducts[0]["digest"]["sha256"], unrecorded,
+                                    models, serial)
         payload = _json_bytes(statement)
         check_statement(len(payload))
         key_id = None

@@ -48,7 +48,9 @@ def check_manifest(root: Path, resolved: list[dict], byproducts: list[dict]):
     return manifest, identity
 
 
-def _run_record(root: Path, statement: dict) -> dict | None:
+def run_record(root: Path, statement: dict) -> dict | None:
+    """The bundled record of the run the statement describes; None for a bundle without a
+    run (published from a manifest)."""
     predicate = statement["predicate"]
     run_id = (predicate["runDetails"].get("metadata") or {}).get("invocationId")
     records = [b["name"] for b in predicate["runDetails"]["byproducts"]
@@ -76,7 +78,7 @@ def check_run_record(root: Path, statement: dict, manifest_digest: str) -> list[
     bundled run record's. A bundle without a run (from --manifest) has nothing to check."""
     from provenance.model.redact import redact_argv, redact_value
 
-    record = _run_record(root, statement)
+    record = run_record(root, statement)
     if record is None:
         return ["no run in this bundle (published from a manifest)"]
     predicate = statement["predicate"]
@@ -133,7 +135,8 @@ def _components(doc: dict) -> dict[str, dict]:
 
 
 def check_sbom(root: Path, manifest, statement: dict) -> str:
-    """Strictly valid CycloneDX 1.6, and every component is the one the manifest gives."""
+    """Strictly valid CycloneDX 1.6, and every component is the one the manifest gives (a
+    model component's card: the one the bundle's results give)."""
     from provenance.publish.bundle import SBOM_NAME
     from provenance.publish.inputs import Subject
     from provenance.sbom import build_bom, render, validate
@@ -149,8 +152,8 @@ def check_sbom(root: Path, manifest, statement: dict) -> str:
     for section, value in manifest.section_digests().items():
         if props.get(f"prov:section-digest:{section}") != value:
             raise ProvError(f"SBOM section digest of {section} is not the manifest's")
-    expected = _components(json.loads(render(build_bom(Subject(manifest, "bundle",
-                                                                  "manifest")))))
+    built = build_bom(Subject(manifest, "bundle", "manifest"), results=_results(root, statement))
+    expected = _components(json.loads(render(built)))
     have = _components(doc)
     missing, extra = sorted(set(expected) - set(have)), sorted(set(have) - set(expected))
     if missing or extra:
@@ -160,5 +163,21 @@ def check_sbom(root: Path, manifest, statement: dict) -> str:
     changed = [ref for ref in expected if expected[ref] != have[ref]]
     if changed:
         raise ProvError(f"SBOM components differ from the manifest: {', '.join(changed[:3])}")
+    models = sum(1 for c in have.values() if c.get("type") == "machine-learning-model")
+    if not models:
+        return (f"strictly valid CycloneDX 1.6; all {len(have)} components (Python, Debian, "
+                "GPU stack, OS) are the manifest's")
     return (f"strictly valid CycloneDX 1.6; all {len(have)} components (Python, Debian, GPU "
-            f"stack, OS) are the manifest's")
+            f"stack, OS, {models} model(s) with their model cards) are the manifest's and the "
+            "results'")
+
+
+def _results(root: Path, statement: dict) -> list:
+    """The bundle's results (re-hashed at step 4), whose disclosed figures are in the model
+    cards."""
+    from provenance.publish.inputs import PublishedResult
+    from provenance.publish.kl import read_json_object
+
+    # a result that is not a JSON object (a CSV, an image) is not read past its first bytes
+    return [PublishedResult(s["name"], read_json_object(root / s["name"]))
+            for s in statement["subject"]]

@@ -41,6 +41,15 @@ class Subject:
     local: bool = False
 
 
+@dataclass(frozen=True)
+class PublishedResult:
+    """A result as a bundle holds it: its name there (`results/NAME`) and its JSON object
+    (None when it is not one: a CSV, an image). The model card reads its figures."""
+
+    name: str
+    doc: dict[str, Any] | None
+
+
 def load_run(ref: str) -> tuple[PublishedRun, Manifest]:
     """A run (id or unique prefix) and its manifest from the store (`prov exec`)."""
     from provenance.store.resolve import resolve_run

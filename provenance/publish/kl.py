@@ -25,20 +25,15 @@ def read_json_object(path: Path, name: str | None = None) -> dict[str, Any] | No
     from provenance.model.inputs import InputError, shown
 
     try:
-        return _json_object(path)
+        return _read_json_object(path)
     except InputError as exc:
         if name is None:
             raise
         raise InputError(str(exc).replace(shown(path), name)) from None
 
 
-def _json_object(path: Path) -> dict[str, Any] | None:
-    from provenance.model.inputs import (
-        MAX_JSON_MEMORY,
-        check_json_shape,
-        check_text_memory,
-        open_input,
-    )
+def _read_json_object(path: Path) -> dict[str, Any] | None:
+    from provenance.model.inputs import MAX_JSON_MEMORY, open_input
 
     with open_input(path, "result") as fh:  # a FIFO, a device or a huge file: one line
         data = fh.read(4096)
@@ -47,14 +42,22 @@ def _json_object(path: Path) -> dict[str, Any] | None:
         # a JSON object is parsed whole (it may declare KL): bounded like any JSON document
         with open_input(path, "result", MAX_JSON_MEMORY // 2) as whole:
             data = whole.read(MAX_JSON_MEMORY // 2)
-    check_text_memory(data, f"result {path}")  # before decoding: one emoji widens it all
+    return json_object(data, f"result {path}")
+
+
+def json_object(data: bytes, what: str) -> dict[str, Any] | None:
+    """`data` as a JSON object, or None when it is not one (a CSV, an image). Too deep or
+    too big is refused, not read as "declares no KL"."""
+    from provenance.model.inputs import check_json_shape, check_text_memory
+
+    if data.lstrip()[:1] != b"{":
+        return None
+    check_text_memory(data, what)  # before decoding: one emoji widens it all
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         return None
-    del data
-    # too deep or too big is refused, not read as "declares no KL"
-    check_json_shape(text, f"result {path}")
+    check_json_shape(text, what)
     try:
         doc = json.loads(text)
     except ValueError:

@@ -10,7 +10,7 @@ from provenance.publish.verify import Report, verify_bundle
 
 
 def verify_target(target: str, key: Path | None, no_signature: bool = False,
-                  receipt: dict | None = None) -> Report:
+                  receipt: dict | None = None, model_dir: Path | None = None) -> Report:
     """Verify a bundle directory, .tar.gz, or `registry:` reference; never raises on a
     bundle that fails verification (the report says which step failed). A `key` that is
     not a public key (a private one, a FIFO, junk) is bad input and raises (exit 2)."""
@@ -19,12 +19,12 @@ def verify_target(target: str, key: Path | None, no_signature: bool = False,
 
         load_public(key)
     if target.startswith("registry:"):
-        return verify_registry_bundle(target, key, no_signature, receipt)
-    return verify_bundle(target, key, no_signature, receipt)
+        return verify_registry_bundle(target, key, no_signature, receipt, model_dir)
+    return verify_bundle(target, key, no_signature, receipt, model_dir)
 
 
 def verify_registry_bundle(text: str, key: Path | None, no_signature: bool = False,
-                           receipt: dict | None = None) -> Report:
+                           receipt: dict | None = None, model_dir: Path | None = None) -> Report:
     """Pull the artifact, verify the bundle, and check it names the image it hangs off."""
     import base64
     import shutil
@@ -40,7 +40,7 @@ def verify_registry_bundle(text: str, key: Path | None, no_signature: bool = Fal
     try:
         manifest = pull_bundle(target, tmp / "bundle.tar.gz")
         extract_tar_gz(tmp / "bundle.tar.gz", tmp / "bundle")
-        report = verify_bundle(str(tmp / "bundle"), key, no_signature, receipt)
+        report = verify_bundle(str(tmp / "bundle"), key, no_signature, receipt, model_dir)
         report.target = text
         subject = (manifest.get("subject") or {}).get("digest")
         first = report.steps[0]

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from provenance.model.redact import redact_argv, redact_value
 from provenance.publish.inputs import Subject
+from provenance.publish.models import ModelRead
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 PREDICATE_TYPE = "https://slsa.dev/provenance/v1"
@@ -26,10 +28,14 @@ def build_statement(
     prov_version: str,
     manifest_sha256: str = "",
     unrecorded: list[str] | None = None,
+    models: Sequence[ModelRead] = (),
+    sbom_serial: str = "",
 ) -> dict[str, Any]:
     """`manifest_sha256`: the sha256 of the bundled manifest file's bytes (a
     ResourceDescriptor digests the resource); `unrecorded`: subjects published with
-    --allow-unrecorded although the run did not record them as outputs."""
+    --allow-unrecorded although the run did not record them as outputs; `models`: the
+    models the run read (their files become resolved dependencies, each linked to its
+    component in the SBOM whose serial number is `sbom_serial`)."""
     m = subject.manifest
     run = subject.run
     external: dict[str, Any] = {
@@ -67,6 +73,7 @@ def build_statement(
                     if isinstance(image.get(k), str)), "image")
         if digest:
             resolved.append(descriptor("image", digest[7:], uri=ref))
+    resolved += model_dependencies(models, sbom_serial)
     for name, value in sorted(dependencies.items()):
         algo, _, hexd = value.partition(":")
         resolved.append({"name": name, "digest": {algo: hexd}})
@@ -95,3 +102,17 @@ def build_statement(
             },
         },
     }
+
+
+def model_dependencies(models: Sequence[ModelRead], sbom_serial: str) -> list[dict[str, Any]]:
+    """One ResourceDescriptor per model file the run read: named by its file component's
+    bom-ref in the SBOM, `uri` the CycloneDX BOM-Link to that component, its sha256."""
+    from cyclonedx.model import XsUri
+
+    out = []
+    for model in models:
+        for f in model.files:
+            link = XsUri.make_bom_link(sbom_serial, 1, model.file_ref(f))
+            out.append(descriptor(model.file_ref(f), f.sha256, uri=str(link),
+                                  annotations={"model": model.ref, "path": f.path}))
+    return out

@@ -19,14 +19,20 @@ Steps (numbered here and in the output, like sigstore-python's verifier):
   5. run record and manifest: the manifest's identity digest recomputed; the statement's
      command, parameters, manifest and output digests agree with the bundled run record
   6. SBOM: strictly valid CycloneDX 1.6, and the whole component list (Python, Debian, GPU
-     stack, OS) is the one the bundled manifest gives
+     stack, OS, the models the run read with their model cards) is the one the bundled
+     manifest and results give
   7. disclosure cards: every result declaring a KL figure has a strict, complete card, and
      every prov-result/1 result its own strict card
   8. exchange receipts: every receipt of a bound client's exchanges names a server run
      whose record is bundled, a manifest digest of that run's records (each manifest
      bundled, its identity digest recomputed) and its exchange's request and response
      digests; "skipped" when the bundle holds no exchanges
-  9. receipt (only with --receipt FILE): an exchange of the bundle carries exactly it
+  9. model files: the run record's `model.files` are the manifest's (from which step 6
+     rebuilt the SBOM's model components), and the statement lists each of them as a
+     resolved dependency (sha256, BOM-Link to its SBOM component); with --model DIR, each
+     file of the bundle's model component re-hashed in DIR; "skipped" when the run read no
+     model and no directory was given
+ 10. receipt (only with --receipt FILE): an exchange of the bundle carries exactly it
 """
 
 from __future__ import annotations
@@ -106,6 +112,7 @@ NAMES = (
     "SBOM valid and consistent",
     "KL disclosure cards",
     "exchange receipts",
+    "model files",
 )
 RECEIPT_STEP = "receipt"
 
@@ -121,9 +128,11 @@ def _fail(step: Step, message: str) -> None:
 
 
 def verify_bundle(target: str, key_path: Path | None = None,
-                  no_signature: bool = False, receipt: dict | None = None) -> Report:
+                  no_signature: bool = False, receipt: dict | None = None,
+                  model_dir: Path | None = None) -> Report:
     """Verify `target`; without `key_path` only `no_signature=True` lets it pass. With
-    `receipt` (receipts.read_receipt's), a 9th step checks that one receipt."""
+    `receipt` (receipts.read_receipt's), a 10th step checks that one receipt; with
+    `model_dir`, step 9 checks that directory against the bundle's model component."""
     report = Report(target, [Step(i + 1, n) for i, n in enumerate(NAMES)])
     if receipt is not None:
         report.steps.append(Step(len(NAMES) + 1, RECEIPT_STEP))
@@ -139,7 +148,7 @@ def verify_bundle(target: str, key_path: Path | None = None,
             except ProvError as exc:
                 _fail(report.steps[0], str(exc))
             root = tmp
-        _Verifier(report, root, key_path, no_signature, receipt).run()
+        _Verifier(report, root, key_path, no_signature, receipt, model_dir).run()
     except _Fail:
         pass
     finally:
@@ -192,9 +201,11 @@ class _Verifier:
     """One verification: each `stepN` method fills its step or fails it."""
 
     def __init__(self, report: Report, root: Path, key_path: Path | None,
-                 no_signature: bool, receipt: dict | None = None) -> None:
+                 no_signature: bool, receipt: dict | None = None,
+                 model_dir: Path | None = None) -> None:
         self.report, self.root, self.s = report, root, report.steps
         self.key_path, self.no_signature, self.receipt = key_path, no_signature, receipt
+        self.model_dir = model_dir
 
     def run(self) -> None:
         self.step1_opened()
@@ -205,8 +216,9 @@ class _Verifier:
         self.step6_sbom()
         self.step7_cards()
         self.step8_exchanges()
+        self.step9_models()
         if self.receipt is not None:
-            self.step9_receipt()
+            self.step10_receipt()
 
     # 1. bundle opened
     def step1_opened(self) -> None:
@@ -427,11 +439,30 @@ class _Verifier:
                          "their exchanges'")
         s.verdict = PASS
 
-    # 9. one receipt a third party holds
-    def step9_receipt(self) -> None:
-        from provenance.publish.receipts import check_receipt
+    # 9. model files
+    def step9_models(self) -> None:
+        from provenance.model.inputs import parse_json, read_text
+        from provenance.publish.model_check import check_models
 
         s = self.s[8]
+        try:
+            sbom = parse_json(read_text(self.root / SBOM_NAME, "sbom"), SBOM_NAME)
+            details = check_models(self.root, self.statement, self.manifest, sbom,
+                                   self.model_dir)
+        except ProvError as exc:
+            _fail(s, str(exc))
+        if details is None:
+            s.details.append("no model files in this bundle (its manifest records no "
+                             "model.files)")
+            return  # skipped: nothing was checked
+        s.details.extend(details)
+        s.verdict = PASS
+
+    # 10. one receipt a third party holds
+    def step10_receipt(self) -> None:
+        from provenance.publish.receipts import check_receipt
+
+        s = self.s[9]
         if self.checked is None:
             _fail(s, "the bundle holds no exchanges, so no receipt of it can be checked")
         try:

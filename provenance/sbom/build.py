@@ -8,14 +8,18 @@ timestamp unless one is passed, and every bom-ref is a purl or a fixed name.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from provenance.model.redact import redact_argv, redact_value
-from provenance.publish.inputs import Subject
+from provenance.publish.inputs import PublishedResult, Subject
+from provenance.publish.models import models_read
 from provenance.sbom import components as comp
 from provenance.sbom.metadata import marker_environment, read_installed, resolve_requires
+from provenance.sbom.model_card import model_card
+from provenance.sbom.model_components import model_component
 
 SERIAL_NAMESPACE = uuid.UUID("6f0b1c1e-6d2a-5f57-9a53-70726f762d73")  # fixed: "prov-s"
 
@@ -25,6 +29,8 @@ class BuiltBom:
     bom: Any  # cyclonedx.model.bom.Bom
     formulation: list[dict[str, Any]] = field(default_factory=list)  # raw JSON, see render
     graph_note: str = ""
+    # bom-ref of a model component -> its modelCard (raw JSON, see render)
+    model_cards: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def serial_for(manifest_digest: str, *extra: str) -> uuid.UUID:
@@ -51,7 +57,9 @@ def build_bom(
     timestamp: datetime | None = None,
     vulnerabilities: list | None = None,
     serial_extra: tuple[str, ...] = (),
+    results: Sequence[PublishedResult] = (),
 ) -> BuiltBom:
+    """`results`: the published results whose disclosed figures go into the model cards."""
     from cyclonedx.model.bom import Bom, BomMetaData
     from cyclonedx.model.component import Component, ComponentType
 
@@ -62,16 +70,19 @@ def build_bom(
     packages = python.get("packages") if isinstance(python.get("packages"), dict) else {}
     os_facts = facts.get("os") if isinstance(facts.get("os"), dict) else {}
     dpkg = os_facts.get("dpkg") if isinstance(os_facts.get("dpkg"), dict) else {}
+    apk = os_facts.get("apk") if isinstance(os_facts.get("apk"), dict) else {}
     release = os_facts.get("release") if isinstance(os_facts.get("release"), dict) else {}
     image = facts.get("image") if isinstance(facts.get("image"), dict) else None
 
     info = read_installed(packages) if subject.local else {}
     py = comp.python_components(packages, info)
-    debs = comp.deb_components(dpkg, release)
+    os_packages = [*comp.deb_components(dpkg, release), *comp.apk_components(apk, release)]
     others = comp.gpu_stack_components(facts)
     os_comp = comp.os_component(os_facts)
     if os_comp is not None:
         others.append(os_comp)
+    models = models_read(facts)
+    others += [model_component(m) for m in models]
 
     # The BOM's subject: the image itself, or the environment/run as an application.
     if image is not None:
@@ -103,7 +114,7 @@ def build_bom(
     if subject.run:
         extra = (subject.run.run_id, *extra)
     bom = Bom(
-        components=[*py, *debs, *others],
+        components=[*py, *os_packages, *others],
         serial_number=serial_for(digest, *extra),
         metadata=meta,
         vulnerabilities=vulnerabilities or [],
@@ -124,10 +135,12 @@ def build_bom(
                 "not installed here")
         for c in py:
             bom.register_dependency(c, [])
-    bom.register_dependency(root, [*py, *debs, *others])
+    bom.register_dependency(root, [*py, *os_packages, *others])
     meta.properties.add(_prop("prov:dependency-graph", note))
     _redact_properties([meta, *bom.components])
-    return BuiltBom(bom=bom, formulation=_formulation(subject), graph_note=note)
+    cards = {m.ref: card for m in models if (card := model_card(m, results)) is not None}
+    return BuiltBom(bom=bom, formulation=_formulation(subject), graph_note=note,
+                    model_cards=cards)
 
 
 def _redact_properties(holders: list) -> None:

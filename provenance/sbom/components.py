@@ -156,6 +156,42 @@ def deb_components(dpkg: dict[str, Any], release: dict[str, Any]) -> list:
     return out
 
 
+def apk_purl(key: str, entry: dict[str, Any], release: dict[str, Any]):
+    """`pkg:apk/<distro>/<name>@<version>?arch=..&distro=<id>-<version_id>&upstream=<origin>`
+    as syft writes it (its `upstream` when the origin is another package)."""
+    from packageurl import PackageURL
+
+    distro = str(release.get("id") or "alpine").lower()
+    qualifiers = {}
+    if known(entry.get("arch")):
+        qualifiers["arch"] = str(entry["arch"])
+    if release.get("version_id"):
+        qualifiers["distro"] = f"{distro}-{release['version_id']}"
+    if known(entry.get("origin")) and entry["origin"] != key:
+        qualifiers["upstream"] = str(entry["origin"])
+    return PackageURL(type="apk", namespace=distro, name=key, version=str(entry["version"]),
+                      qualifiers=qualifiers)
+
+
+def apk_components(apk: dict[str, Any], release: dict[str, Any]) -> list:
+    """Alpine's (and Wolfi's) packages, with `apk_purl` and the layer that introduced each."""
+    from cyclonedx.model.component import Component, ComponentType
+
+    out = []
+    for key in sorted(apk):
+        entry = apk[key]
+        if not isinstance(entry, dict) or not known(entry.get("version")):
+            continue
+        purl = apk_purl(key, entry, release)
+        props = [_prop("prov:manifest-key", join_key(["os", "apk", key]))]
+        for field in ("origin", "layer"):
+            if known(entry.get(field)):
+                props.append(_prop(f"prov:{field}", entry[field]))
+        out.append(Component(type=ComponentType.LIBRARY, name=key, version=str(entry["version"]),
+                             purl=purl, bom_ref=purl.to_string(), properties=props))
+    return out
+
+
 def image_component(image: dict[str, Any]):
     """The image itself: `pkg:oci/<name>@sha256:...?repository_url=...&tag=...`."""
     from cyclonedx.model import HashAlgorithm, HashType
@@ -315,20 +351,21 @@ def _image_cuda(facts: dict[str, Any]) -> list:
 
 
 def owner_purl(package: str, version: str, facts: dict[str, Any], path: str = ""):
-    """The purl of the package (`dpkg:NAME`, `python:NAME[@LOCATION]`) that ships a file:
-    pypi for wheels, conda for conda records, deb (as `deb_components` writes it); with
+    """The purl of the package (`dpkg:NAME`, `apk:NAME`, `python:NAME[@LOCATION]`) that ships
+    a file: pypi for wheels, conda for conda records, deb and apk (as `deb_components` and
+    `apk_components` write them); with
     `path`, the file as the purl's subpath (relative to the package's root: site-packages,
     the conda prefix, /), so a library's purl never collides with its package's."""
     from packageurl import PackageURL
 
     kind, _, name = package.partition(":")
-    if kind == "dpkg":
+    if kind in ("dpkg", "apk"):
         os_facts = facts.get("os") if isinstance(facts.get("os"), dict) else {}
-        entry = (os_facts.get("dpkg") or {}).get(name)
+        entry = (os_facts.get(kind) or {}).get(name)
         release = os_facts.get("release") if isinstance(os_facts.get("release"), dict) else {}
         if not isinstance(entry, dict):
             return None
-        purl = deb_purl(name, entry, release)
+        purl = (deb_purl if kind == "dpkg" else apk_purl)(name, entry, release)
         return _with_subpath(purl, path, "/")
     if kind == "python":
         name, _, location = name.partition("@")

@@ -18,16 +18,30 @@ def render(built: BuiltBom, fmt: str = "cyclonedx-json") -> str:
 
         text = JsonV1Dot6(built.bom).output_as_string(indent=2)
         doc = json.loads(text)
+        _add_model_cards(doc, built.model_cards)
         if built.formulation:
             doc["formulation"] = built.formulation
         text = json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
     else:
-        # XML carries the run in metadata properties; `formulation` is written in JSON only.
+        # XML carries the run in metadata properties; `formulation` is written in JSON only
+        # (cyclonedx-python-lib has no model for it), the model cards are spliced in.
         from cyclonedx.output.xml import XmlV1Dot6
 
         text = XmlV1Dot6(built.bom).output_as_string(indent=2) + "\n"
+        if built.model_cards:
+            from provenance.sbom.model_card_xml import add_model_cards
+
+            text = add_model_cards(text, built.model_cards)
     validate(text, fmt)
     return text
+
+
+def _add_model_cards(doc: dict, cards: dict[str, dict]) -> None:
+    """Each model component's `modelCard` (JSON only, like `formulation`)."""
+    for component in doc.get("components") or []:
+        card = cards.get(component.get("bom-ref"))
+        if card is not None:
+            component["modelCard"] = card
 
 
 def validate(text: str, fmt: str = "cyclonedx-json") -> None:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from provenance.model import Manifest, ManifestError
 from provenance.model.errors import ProvError
+from provenance.model.text import escape_surrogates
 from provenance.publish.inputs import Subject, load_run
 
 
@@ -21,7 +22,9 @@ def resolve_subject(
         raise ProvError(f"give one of --image, --run, --manifest (got {', '.join(given)})")
     if manifest is not None:
         m = Manifest.read(manifest)
-        return Subject(m, label=Path(manifest).name, kind="manifest", local=is_local(m))
+        # a file name that is not UTF-8 is named `\xNN` in the SBOM (model/text)
+        label = escape_surrogates(Path(manifest).name)
+        return Subject(m, label=label, kind="manifest", local=is_local(m))
     if run is not None:
         info, m = load_run(run)
         return Subject(m, label=f"run {info.run_id}", kind="run", run=info, local=is_local(m))

@@ -17,6 +17,8 @@ import socket
 from functools import lru_cache
 from typing import Any
 
+from provenance.model.text import json_text
+
 RUN_KIND = "prov.run"
 COMPARISON_KIND = "prov.comparison"
 TREE_KIND = "prov.tree"
@@ -41,7 +43,7 @@ def now_iso() -> str:
 
 def encode(doc: dict[str, Any]) -> bytes:
     """Canonical JSON: the same record always has the same bytes, hence the same digest."""
-    return json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+    return json_text(doc, sort_keys=True, separators=(",", ":")).encode()
 
 
 def decode_json_object(data: bytes) -> dict[str, Any] | None:

@@ -8,6 +8,7 @@ that names both a run and a manifest is refused as ambiguous.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -43,7 +44,9 @@ class Resolved:
 def resolve(ref: str, store=None) -> Resolved:
     """What `ref` names: a manifest file, a run (id prefix) or a stored manifest (digest)."""
     path = Path(ref)
-    if path.exists():
+    # os.path.exists, not Path.exists: a 100,000-character run id is no file name, and the
+    # OSError saying so (ENAMETOOLONG) means "not a file": the store is asked
+    if os.path.exists(path):
         return Resolved(ref, "file", Manifest.read(path))  # a ManifestError is a ProvError
     from provenance.store import open_store
 

@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import os
 import sqlite3
+import stat
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from provenance.model import Manifest, ManifestError
 from provenance.model.errors import ProvError
-from provenance.model.redact import redact_record, store_key
+from provenance.model.inputs import shown
+from provenance.model.redact import KnownSecrets, redact_record, store_key
+from provenance.model.text import clean
 from provenance.store import index as idx
 from provenance.store.manifests import run_manifest
 from provenance.store.objects import (
@@ -41,6 +47,11 @@ REINDEX_HINT = "run `prov store reindex` to rebuild it from the objects"
 
 class IndexUnreadable(ProvError):
     """index.sqlite is not a whole SQLite database (truncated, overwritten, corrupt)."""
+
+
+class StoreBroken(ProvError):
+    """The store path is there but is no usable store: a symlink loop, `objects/` that is a
+    file, an index that cannot be opened (exit 2: the path the user gave is not a store)."""
 
 
 class StoreReadOnly(ProvError):
@@ -83,6 +94,13 @@ class _Rows(list):
 
     def fetchall(self) -> list:
         return list(self)
+
+
+def _prefix_span(prefix: str) -> tuple[str, str]:
+    """The key range of the ids and digests starting with hex `prefix`: a range scan over
+    the primary key, never a LIKE pattern (SQLite refuses a 100,000-character one as "too
+    complex"); every character after a hex prefix sorts below 'g'."""
+    return prefix, prefix + "g"
 
 
 def find_git_root(start: Path) -> Path | None:
@@ -130,6 +148,18 @@ class Store:
         self.runs_dir = root / "runs"
         # one SQLite connection per thread: runners may supervise several runs at once
         self._local = threading.local()
+        self._known: dict[str, KnownSecrets] = {}  # run id -> what its redaction hid
+
+    @contextlib.contextmanager
+    def hiding(self, run_id: str, known: KnownSecrets) -> Iterator[None]:
+        """While a run is supervised, every record of it this store writes has the values its
+        redaction hid (environment, argv, tags, params: model.redact.KnownSecrets) removed
+        wherever they appear again (the values live in memory only)."""
+        self._known[run_id] = known
+        try:
+            yield
+        finally:
+            self._known.pop(run_id, None)
 
     # -- set-up -----------------------------------------------------------------
     def _ensure_layout(self) -> None:
@@ -148,6 +178,12 @@ class Store:
             if exc.errno in FULL_ERRNOS:
                 raise store_full(exc, self.root) from None
             raise
+
+    def prepare_for_writes(self) -> None:
+        """Make the layout and open the index now: a store that cannot take a run (full,
+        damaged, read-only) says so before a writer has done any work."""
+        self._ensure_layout()
+        _ = self.db
 
     @property
     def writable(self) -> bool:
@@ -185,7 +221,10 @@ class Store:
         except sqlite3.Error as exc:
             if idx.is_corruption(exc) or not self.writable:
                 raise IndexUnreadable(f"{path} is unreadable ({exc}); {REINDEX_HINT}") from None
-            raise
+            if "full" in str(exc):  # SQLITE_FULL while a first reader creates the index
+                raise StoreFull(f"{path}: cannot create the index (disk full); free space "
+                                "in the store's filesystem") from None
+            raise StoreBroken(f"{path}: cannot open the index ({exc})") from None
 
     def close(self) -> None:
         conn = getattr(self._local, "conn", None)
@@ -278,18 +317,19 @@ class Store:
             hexpart = split_digest(prefix)
         except ProvError:
             return None
-        if len(hexpart) < 4:
+        if not 4 <= len(hexpart) <= 64:
             return None
-        pat = f"sha256:{hexpart}%"
+        span = _prefix_span(f"sha256:{hexpart}")
         rows = self.db.execute(
-            "SELECT object FROM manifests WHERE object LIKE ?", (pat,)
+            "SELECT object FROM manifests WHERE object >= ? AND object < ?", span
         ).fetchall()
         if len(rows) > 1:
             raise ProvError(f"{prefix}: ambiguous manifest prefix ({len(rows)} match)")
         if rows:
             return rows[0]["object"]
         rows = self.db.execute(
-            "SELECT DISTINCT manifest_digest FROM manifests WHERE manifest_digest LIKE ?", (pat,)
+            "SELECT DISTINCT manifest_digest FROM manifests "
+            "WHERE manifest_digest >= ? AND manifest_digest < ?", span
         ).fetchall()
         if len(rows) > 1:
             raise ProvError(f"{prefix}: ambiguous manifest digest prefix ({len(rows)} match)")
@@ -324,7 +364,8 @@ class Store:
     def _put_record(self, doc: dict[str, Any], extra_objects=(), manifest=None) -> str:
         self._ensure_layout()
         # the one backstop: whatever a caller put in a record, no secret is stored
-        doc = redact_record(doc, store_key(self.root))
+        doc = redact_record(doc, store_key(self.root), self._known.get(str(doc.get("run_id"))))
+        doc = clean(doc)  # a name or path that is not UTF-8 is kept as `\xNN` (model/text)
         data = encode(doc)
         digest = self.objects.put_bytes(data)
         with idx.transaction(self.db) as conn:
@@ -412,7 +453,8 @@ class Store:
         if not prefix or set(prefix.lower()) - set("0123456789abcdef"):
             return []
         rows = self.db.execute(
-            "SELECT run_id FROM runs WHERE run_id LIKE ?", (prefix.lower() + "%",)
+            "SELECT run_id FROM runs WHERE run_id >= ? AND run_id < ?",
+            _prefix_span(prefix.lower()),
         ).fetchall()
         return [r["run_id"] for r in rows]
 
@@ -444,7 +486,7 @@ class Store:
 
     # -- comparisons ------------------------------------------------------------
     def put_comparison(self, doc: dict[str, Any]) -> str:
-        doc = {**doc, "kind": COMPARISON_KIND, "schema_version": RECORD_SCHEMA}
+        doc = clean({**doc, "kind": COMPARISON_KIND, "schema_version": RECORD_SCHEMA})
         data = encode(doc)
         self._ensure_layout()
         digest = self.objects.put_bytes(data)
@@ -481,11 +523,52 @@ class Store:
 
 
 def open_store(path: str | Path | None = None) -> Store:
-    """The store at `path`, else $PROV_STORE, else `.prov/` at the git root (or cwd)."""
-    root = Path(path).expanduser().absolute() if path else default_store_path()
-    if root.exists() and not root.is_dir():
-        raise ProvError(f"{root}: store path exists and is not a directory")
-    above = next((p for p in root.parents if p.exists()), None)
-    if above is not None and not above.is_dir():  # PROV_STORE under a regular file
-        raise ProvError(f"{root}: store path is under {above}, which is not a directory")
+    """The store at `path`, else $PROV_STORE, else `.prov/` at the git root (or cwd).
+
+    A path that is there but is no usable store (a symlink loop, `objects/` that is a file)
+    is refused as StoreBroken, so no reader mistakes it for an empty store."""
+    try:
+        root = Path(path).expanduser().absolute() if path else default_store_path()
+    except FileNotFoundError:  # Path.cwd() of a deleted working directory
+        raise StoreBroken("cannot locate the store: the working directory no longer exists "
+                          "(set PROV_STORE to an absolute path)") from None
+    problem = layout_problem(root)
+    if problem:
+        raise StoreBroken(f"{shown(root)}: {problem}")
     return Store(root)
+
+
+# What a store directory holds, and what each entry must be.
+_LAYOUT = {"objects": stat.S_ISDIR, "tmp": stat.S_ISDIR, "runs": stat.S_ISDIR,
+           "index.sqlite": stat.S_ISREG}
+
+
+def layout_problem(root: Path) -> str | None:
+    """Why `root` is not a usable store, or None (a store not made yet is usable)."""
+    try:
+        st = os.stat(root)
+    except (FileNotFoundError, NotADirectoryError):
+        if os.path.islink(root):
+            return f"a symlink to {shown(os.readlink(root))}, which does not exist"
+        above = next((p for p in root.parents if os.path.lexists(p)), None)
+        if above is not None and not above.is_dir():  # PROV_STORE under a regular file
+            return f"store path is under {shown(above)}, which is not a directory"
+        return None
+    except OSError as exc:  # ELOOP, ENAMETOOLONG, EACCES
+        if exc.errno == errno.ELOOP:
+            return "store path is a symlink loop"
+        return f"store path cannot be used ({exc.strerror or exc})"
+    if not stat.S_ISDIR(st.st_mode):
+        return "store path exists and is not a directory"
+    for name, is_kind in _LAYOUT.items():
+        try:
+            mode = os.stat(root / name).st_mode
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            what = "a symlink loop" if exc.errno == errno.ELOOP else exc.strerror or str(exc)
+            return f"the store is damaged: {name} cannot be used ({what})"
+        if not is_kind(mode):
+            want = "a directory" if is_kind is stat.S_ISDIR else "a file"
+            return f"the store is damaged: {name} is not {want}"
+    return None

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from containers import scan_image
-from containers.catalog import dist_keys
+from containers.dists import dist_keys
 from tests.fixtures.verify_image import VerifyImage, build_verify_image
 
 ORACLE = r"""

@@ -7,6 +7,7 @@ need it are skipped with the reason, never passed.
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -30,6 +31,19 @@ def tmpfs(where: Path, size: str = "2m") -> Iterator[Path]:
         yield where
     finally:
         subprocess.run(["umount", "-l", str(where)], capture_output=True, timeout=30)
+
+
+def fill(fs: Path, leave: int = 0) -> None:
+    """Fill the filesystem mounted at `fs` with one file, then give back `leave` bytes."""
+    filler = fs / "filler"
+    with open(filler, "wb", buffering=0) as fh:  # unbuffered: close() has nothing left
+        try:
+            while fh.write(b"\0" * 65536):
+                pass
+        except OSError:
+            pass
+    if leave:
+        os.truncate(filler, max(0, filler.stat().st_size - leave))
 
 
 @contextlib.contextmanager

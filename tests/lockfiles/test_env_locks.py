@@ -143,7 +143,7 @@ def test_offline_lock_says_what_it_cannot_know(venv, tmp_path):
     out = tmp_path / "pylock.toml"
     p = run_prov("lock", "--python", str(venv / "bin/python"), "--out", str(out), "--offline")
     err = assert_one_line_error(p)
-    assert "no known artifact hash" in err and not out.exists()
+    assert "no known artifact" in err and "--find-links" in err and not out.exists()
     p = run_prov("lock", "--python", str(venv / "bin/python"), "--out", str(out), "--offline",
                  "--allow-missing-hashes")
     assert p.returncode == 0
@@ -151,4 +151,5 @@ def test_offline_lock_says_what_it_cannot_know(venv, tmp_path):
     assert data["tool"]["prov"]["complete"] is False
     assert sorted(data["tool"]["prov"]["missing-hashes"]) == sorted(pip_list(venv))
     six = next(p for p in data["packages"] if p["name"] == "six")
-    assert "wheels" not in six and six["tool"]["prov"]["artifact"].startswith("unknown")
+    assert "wheels" not in six and six["tool"]["prov"]["origin"] == "unrecorded"
+    assert six["tool"]["prov"]["artifact"].startswith("unknown: the installer recorded no origin")

@@ -1,6 +1,7 @@
 """`prov verify --lock requirements.txt` on files written by the real `uv pip compile`,
 `uv export` and `pip freeze`, and on pip's own syntax (includes, options, markers, `===`,
-continuations)."""
+continuations); a requirements file constrains what it names, and names the whole
+environment only when pinned with hashes throughout (pip's hash-checking mode)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pytest
 from lockfiles.requirements import read_requirements
 from tests import installer_tools as tools
 from tests.helpers import assert_one_line_error, run_prov
+from tests.lockfiles.wheel_index import build_wheel, sha256
 
 pytestmark = pytest.mark.timeout(900)
 PINS = ["six==1.16.0", "idna==3.10", "markupsafe==3.0.2"]
@@ -23,7 +25,7 @@ WIN_ONLY = 'colorama==0.4.6 ; sys_platform == "win32"'
 def venv(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("reqenv") / "venv"
     python = tools.new_venv(root)
-    tools.uv_install(python, *PINS)  # a venv without pip: nothing but the pins
+    tools.uv_install(python, *PINS)  # beside the venv's own pip and setuptools
     return root
 
 
@@ -44,6 +46,12 @@ def test_uv_pip_compile_universal_with_hashes_and_markers(venv, tmp_path):
     ok = verify(tmp_path / "requirements.txt", venv, "--json")
     assert ok.returncode == 0, ok.stdout + ok.stderr
     assert json.loads(ok.stdout)["checked"] == 3  # colorama is not for linux
+    assert json.loads(ok.stdout)["exact"] is True  # hashed throughout: a full pin set
+    (tmp_path / "requirements.in").write_text("six==1.16.0\nidna==3.10\n")
+    tools.uv("pip", "compile", "--generate-hashes", "-q", "requirements.in",
+             "-o", "two.txt", cwd=tmp_path)
+    p = verify(tmp_path / "two.txt", venv, "--json")  # it says: this is the environment
+    assert p.returncode == 1 and mismatches(p) == [("markupsafe", "extra")]
 
 
 def test_uv_export_of_a_project(venv, tmp_path):
@@ -55,7 +63,8 @@ def test_uv_export_of_a_project(venv, tmp_path):
     )  # a packaged project: uv export emits `-e .` for it
     tools.uv("lock", "-q", cwd=tmp_path)
     tools.uv("export", "-q", "--no-emit-project", "-o", "requirements.txt", cwd=tmp_path)
-    assert verify(tmp_path / "requirements.txt", venv).returncode == 0
+    p = verify(tmp_path / "requirements.txt", venv, "--json")
+    assert p.returncode == 0 and json.loads(p.stdout)["exact"] is True
     tools.uv("export", "-q", "-o", "with-project.txt", cwd=tmp_path)
     assert "-e ." in (tmp_path / "with-project.txt").read_text()
     p = verify(tmp_path / "with-project.txt", venv, "--json")
@@ -66,7 +75,59 @@ def test_pip_freeze_output(venv, tmp_path):
     freeze = subprocess.run([tools.tool("pip"), "--python", str(venv / "bin/python"), "freeze",
                              "--all"], capture_output=True, text=True, check=True).stdout
     (tmp_path / "requirements.txt").write_text(freeze)
-    assert verify(tmp_path / "requirements.txt", venv).returncode == 0
+    p = verify(tmp_path / "requirements.txt", venv, "--json")
+    assert p.returncode == 0 and json.loads(p.stdout)["exact"] is False  # no hashes
+
+
+def test_a_requirements_file_constrains_what_it_names(venv, tmp_path):
+    req = tmp_path / "requirements.txt"
+    req.write_text("six==1.16.0\nidna>=3\n")  # two lines, written by hand
+    p = verify(req, venv, "--json")
+    assert p.returncode == 0, p.stdout + p.stderr
+    report = json.loads(p.stdout)
+    assert (report["checked"], report["exact"], report["mismatches"]) == (2, False, [])
+    assert report["extras"] == [{"package": "markupsafe", "installed": "3.0.2"}]
+    text = verify(req, venv)
+    assert text.returncode == 0
+    assert text.stdout.splitlines() == [
+        "not in the lock, ignored as installer tooling: pip, setuptools",
+        "1 installed package(s) not named by requirements.txt, not checked (a requirements "
+        "file constrains only what it names; --exact fails on them): markupsafe 3.0.2",
+        "ok: 2 locked packages match (requirements by requirements.txt)"]
+    p = verify(req, venv, "--exact", "--json")
+    assert p.returncode == 1 and mismatches(p) == [("markupsafe", "extra")]
+    req.write_text("six==1.16.0\nidna<3\nmarkupsafe\n")  # a range the installed one misses
+    p = verify(req, venv, "--json")
+    assert p.returncode == 1
+    assert [(m["package"], m["problem"], m["locked"]) for m in json.loads(p.stdout)[
+        "mismatches"]] == [("idna", "version", "<3")]
+
+
+def test_hashes_throughout_mean_the_whole_environment_to_pip(tmp_path):
+    """The rule's oracle: in hash-checking mode pip installs nothing the file does not pin
+    with a hash, dependencies included, so a file pinned with hashes names a whole
+    environment."""
+    top = build_wheel(tmp_path / "wheels", "provtop", "1.0", "TOP = 1\n",
+                      requires=["provtiny==1.0"])
+    tiny = build_wheel(tmp_path / "wheels", "provtiny", "1.0", "TINY = 1\n")
+    req = tmp_path / "requirements.txt"
+
+    def pip_dry_run() -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [tools.tool("pip"), "install", "--isolated", "--dry-run", "--no-index",
+             "--find-links", str(tmp_path / "wheels"), "-r", str(req)],
+            capture_output=True, text=True)
+
+    req.write_text(f"provtop==1.0 --hash=sha256:{sha256(top)}\n")
+    p = pip_dry_run()
+    assert p.returncode != 0 and "Hashes are required in --require-hashes mode" in p.stderr
+    assert "provtiny==1.0 --hash=sha256:" in p.stderr  # the unlisted dependency: refused
+    req.write_text(f"provtop==1.0 --hash=sha256:{sha256(top)}\n"
+                   f"provtiny==1.0 --hash=sha256:{sha256(tiny)}\n")
+    assert pip_dry_run().returncode == 0
+    assert read_requirements(req).exact
+    req.write_text(f"provtop==1.0 --hash=sha256:{sha256(top)}\nprovtiny==1.0\n")
+    assert not read_requirements(req).exact
 
 
 def test_includes_options_markers_and_arbitrary_equality(venv, tmp_path):
@@ -94,9 +155,9 @@ def test_includes_options_markers_and_arbitrary_equality(venv, tmp_path):
 def test_messages_cite_the_original_line(venv, tmp_path):
     req = tmp_path / "requirements.txt"
     req.write_text("six==1.16.0 \\\n    --hash=sha256:" + "0" * 64 + " \\\n"
-                   "    --hash=sha256:" + "1" * 64 + "\nidna>=3\n")
+                   "    --hash=sha256:" + "1" * 64 + "\nidna>=>3\n")
     err = assert_one_line_error(verify(req, venv))
-    assert f"{req}:4:" in err and "exact pin" in err
+    assert f"{req}:4:" in err and "not a valid requirement" in err
     (tmp_path / "base.txt").write_text("\n\nsix=1.16\n")
     req.write_text("idna==3.10\n-r base.txt\n")
     err = assert_one_line_error(verify(req, venv))

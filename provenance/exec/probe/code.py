@@ -19,15 +19,17 @@ from provenance.exec.probe.installed import Installed, site_root
 from provenance.exec.probe.processes import Process
 
 
-def command_facts(command: Sequence[str] | None, places: Places) -> dict[str, Any]:
+def command_facts(command: Sequence[str] | None, places: Places,
+                  key: bytes | None = None) -> dict[str, Any]:
     """`code.command` (the line as typed, redacted, paths written by what they are: context)
-    and its identity, `code.program` and `code.args.*` (argv.py)."""
+    and its identity, `code.program` and `code.args.*` (argv.py). With the store's `key` a
+    hidden word is a keyed digest: two runs whose hidden words differ still differ."""
     argv = list(command or [])
     if not argv:
         return {}
     from provenance.model.redact import redact_argv
 
-    argv = redact_argv([str(a) for a in argv])
+    argv = redact_argv([str(a) for a in argv], key)
     program, rest = argv[0], argv[1:]
     typed = [os.path.basename(program), *(_as_place(a, places) for a in rest)]
     return {"command": typed, **command_identity(argv, places)}

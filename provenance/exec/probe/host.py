@@ -183,13 +183,13 @@ def read_facts(run_dir: Path, processes: list[Process], main: Process | None,
 
 def collect(run_dir: str | Path, command: Sequence[str] | None = None,
             outputs: Sequence[str | Path] = (), cwd: str | Path | None = None,
-            consume: bool = True) -> dict[str, Any]:
+            consume: bool = True, key: bytes | None = None) -> dict[str, Any]:
     """Facts sections (nested; dotted keys once flattened) from the run's probe files.
 
     The files are consumed (unless `consume=False`: the live facts of a running command,
     exec/live.py, and a recovery that removes them once its record is written): their facts
     are in the result, and their raw argv may hold a secret that must not reach the store
-    (`command` is redacted here). In the command line
+    (`command` is redacted here, keyed by the store's `key`). In the command line
     the declared `outputs` (relative to `cwd`), the run directory and the script are written
     by what they are (`probe/argv.py`)."""
     from provenance.exec.probe.code import command_facts, module_facts, script_facts
@@ -215,7 +215,7 @@ def collect(run_dir: str | Path, command: Sequence[str] | None = None,
     places = places_for(str(cwd or Path.cwd()), [str(o) for o in outputs],
                         str(run_dir.absolute()),
                         script_path if isinstance(script_path, str) else None, read_paths)
-    code: dict[str, Any] = command_facts(command, places)
+    code: dict[str, Any] = command_facts(command, places, key)
     if on:
         script = script_facts(main, hasher)
         if script:

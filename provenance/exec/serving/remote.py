@@ -6,6 +6,7 @@ malformed server is a ProvError (one line), never a traceback.
 
 from __future__ import annotations
 
+import http.client
 import json
 import urllib.error
 import urllib.parse
@@ -25,8 +26,12 @@ class ServerUnreachable(ProvError):
 
 
 def identity_url(url: str) -> str:
-    parts = urllib.parse.urlsplit(url if "://" in url else "http://" + url)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
+    try:
+        parts = urllib.parse.urlsplit(url if "://" in url else "http://" + url)
+    except ValueError:  # an unbalanced [ of an IPv6 host
+        parts = None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.netloc \
+            or any(c.isspace() or not c.isprintable() for c in url):
         raise ServerUnreachable(f"--server {url!r}: not an http(s) URL")
     return urllib.parse.urlunsplit((parts.scheme, parts.netloc, IDENTITY_PATH, "", ""))
 
@@ -39,7 +44,7 @@ def fetch_identity(url: str, timeout: float = TIMEOUT_S) -> dict[str, Any]:
     try:
         with opener.open(where, timeout=timeout) as r:
             data = r.read(MAX_BYTES)
-    except (urllib.error.URLError, OSError, ValueError) as exc:
+    except (urllib.error.URLError, OSError, ValueError, http.client.HTTPException) as exc:
         raise ServerUnreachable(f"--server {url}: no prov identity at {where}: "
                                 f"{getattr(exc, 'reason', exc)}") from None
     try:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from containers.catalogers import cuda, dpkg, python_dist
+from containers.catalogers import apk, cuda, dpkg, python_dist
 
 STATUS = """Package: libc6
 Status: install ok installed
@@ -96,3 +96,83 @@ def test_record_digest_reads_base64_and_hex_by_length() -> None:
     for bad in ("", "sha256=", "sha256=abc", f"sha256={raw.hex()[:-1]}", f"nope={b64}",
                 f"sha256={b64[:-1]}!", f"md5={b64}"):
         assert record_digest(bad) is None, bad
+
+
+# musl's entry in a real installed database (apk-tools on Alpine 3.14, x86_64), as the
+# format's documentation shows it: package fields, then its files with their checksums;
+# busybox-binsh's below it is written here in the same format (its checksums not real)
+APK_MUSL = """C:Q1Deb0jNytkrjPW4N/eKLZ43BwOlw=
+P:musl
+V:1.2.2-r7
+A:x86_64
+S:383152
+I:622592
+T:the musl c library (libc) implementation
+U:https://musl.libc.org/
+L:MIT
+o:musl
+m:Timo Teräs <timo.teras@iki.fi>
+t:1632431095
+c:bf5bbfdbf780092f387b7abe401fbfceda90c84d
+p:so:libc.musl-x86_64.so.1=1
+F:lib
+R:ld-musl-x86_64.so.1
+a:0:0:755
+Z:Q12adwqQOjo9dFl+VJD2Ecd901vhE=
+R:libc.musl-x86_64.so.1
+a:0:0:777
+Z:Q17yJ3JFNypA4mxhJJr0ou6CzsJVI=
+
+C:Q1abc=
+P:busybox-binsh
+V:1.33.1-r6
+A:x86_64
+o:busybox
+F:bin
+R:sh
+Z:Q1Ld9O/JKZZVS8bzAcSIW6nKTz+Fo=
+"""
+
+
+def test_apk_installed_database() -> None:
+    import hashlib
+
+    musl, binsh = apk.parse_installed(APK_MUSL)
+    assert (musl.name, musl.version, musl.architecture, musl.license) == (
+        "musl", "1.2.2-r7", "x86_64", "MIT")
+    assert musl.maintainer == "Timo Teräs <timo.teras@iki.fi>"
+    assert musl.files == (("lib/ld-musl-x86_64.so.1", "Q12adwqQOjo9dFl+VJD2Ecd901vhE="),
+                          ("lib/libc.musl-x86_64.so.1", "Q17yJ3JFNypA4mxhJJr0ou6CzsJVI="))
+    assert musl.facts() == {"version": "1.2.2-r7", "arch": "x86_64"}
+    assert binsh.facts() == {"version": "1.33.1-r6", "arch": "x86_64", "origin": "busybox"}
+    # a symlink's checksum is the SHA-1 of its target: the real database agrees
+    assert apk.checksum_digest(musl.files[1][1]) == (
+        "sha1", hashlib.sha1(b"ld-musl-x86_64.so.1").digest())
+    assert apk.checksum_digest("0" * 32) == ("md5", bytes(16))  # an old database's hex md5
+    assert apk.checksum_digest("Q1not-base64!") is None
+
+
+def test_each_cataloger_owns_its_globs() -> None:
+    from containers.catalog import CATALOG, VERIFYING
+
+    def owner(path: str, dispatch=CATALOG) -> str | None:
+        e = dispatch.match(path)
+        return e.cataloger.name if e is not None else None
+
+    assert owner("lib/apk/db/installed") == "apk-db-cataloger"
+    assert owner("var/lib/dpkg/status") == "dpkg-db-cataloger"
+    assert owner("var/lib/dpkg/status.d/tzdata") == "dpkg-db-cataloger"
+    assert owner("var/lib/dpkg/status.d/tzdata.md5sums") is None
+    assert owner("var/lib/dpkg/status.d/tzdata.md5sums", VERIFYING) == "dpkg-db-cataloger"
+    assert owner("usr/lib/os-release") == "os-release-cataloger"
+    site = "opt/venv/lib/python3.12/site-packages"
+    assert owner(f"{site}/six-1.17.0.dist-info/RECORD") == "python-installed-package-cataloger"
+    assert owner(f"{site}/six-1.17.0.dist-info/top_level.txt") is None
+    assert owner("usr/lib/python3/dist-packages/six.egg-info") == (
+        "python-installed-package-cataloger")
+    assert owner("opt/conda/conda-meta/nccl-2.21.5-1.json") == (
+        "python-installed-package-cataloger")
+    assert owner("usr/local/cuda-12.4/version.json") == "cuda-cataloger"
+    assert owner(f"{site}/nvidia/cudnn/lib/libcudnn_ops.so.9") == "cuda-cataloger"
+    assert owner("usr/local/cuda-12.4/lib64/version.json") is None
+    assert owner(f"{site}/six.py") is None

@@ -13,6 +13,7 @@ ROOT = Path(__file__).resolve().parents[3]
 FOREIGN = [
     "containers/__init__.py",
     "containers/catalogers/__init__.py",
+    "containers/catalogers/base.py",
     "containers/catalogers/python_dist.py",
     "containers/catalogers/dpkg.py",
     "containers/catalogers/os_release.py",

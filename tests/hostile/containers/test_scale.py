@@ -90,10 +90,10 @@ def test_many_dist_infos_are_pinned_as_pip_lists_them(tmp_path: Path) -> None:
 
 def test_dist_infos_past_the_cap_are_refused(tmp_path: Path, monkeypatch) -> None:
     """The rule at a scale a test can afford: the cap lowered to 100, 101 dist-infos."""
-    from containers import catalog
+    from containers import dists
     from containers.scan import scan_image
 
-    monkeypatch.setattr(catalog, "MAX_PYTHON_DISTS", 100)
+    monkeypatch.setattr(dists, "MAX_PYTHON_DISTS", 100)
     assert scan_image(many_dists_image(_dir(tmp_path / "ok"), 100)).python["packages"]
     with pytest.raises(ImageError, match="dist-info and egg-info directories: 101, over the "
                                          "limit of 100"):

@@ -12,7 +12,7 @@ import os
 import pytest
 
 from tests.exec_support import PYTHON, prov, show_json
-from tests.hostile.faults import one_error_line, tmpfs
+from tests.hostile.faults import fill, one_error_line, tmpfs
 
 LINES = 8000
 SCRIPT = (
@@ -44,22 +44,36 @@ def test_disk_full_mid_stream_keeps_output_and_status(penv, tmp_path):
         assert len(stored.stdout) == log["size"]
 
 
+FULL_SCRIPT = ("import sys\n"
+               "open(sys.argv[1], 'w').close()\n"
+               "print('the command ran')\n"
+               "sys.exit(7)\n")
+
+
 @pytest.mark.timeout(120)
-def test_full_before_start_refuses_without_running(penv, tmp_path):
+def test_full_before_start_runs_the_command_unrecorded(penv, tmp_path):
+    """8 KiB left and no index yet (issue #30): the command still runs, its output and
+    status pass through, prov says twice that nothing was recorded and why; the store's
+    readers then say the store is full in one line (exit 4) instead of a traceback."""
     with tmpfs(tmp_path / "small", "1m") as small:
         env = {**penv, "PROV_STORE": str(small / "store")}
         (small / "store").mkdir()
-        with open(small / "filler", "wb") as fh:  # fill the filesystem
-            try:
-                while True:
-                    fh.write(b"\0" * 65536)
-                    fh.flush()
-            except OSError:
-                pass
+        fill(small, leave=8192)
         marker = tmp_path / "ran"
-        p = prov("exec", "--", PYTHON, "-c", f"open({str(marker)!r}, 'w')", env=env)
-        assert p.returncode == 4, p.stderr
-        assert "disk full" in one_error_line(p.stderr)
-        assert not marker.exists()
+        p = prov("exec", "--", PYTHON, "-c", FULL_SCRIPT, str(marker), env=env)
+        assert p.returncode == 7, p.stderr
+        assert marker.exists() and p.stdout == b"the command ran\n"
+        notes = [ln for ln in p.stderr.decode().splitlines() if ln.startswith("prov:")]
+        assert len(notes) == 2 and all("NOT RECORDED" in n and "disk full" in n
+                                       for n in notes), p.stderr
+        assert b"Traceback" not in p.stderr
         tmp = small / "store" / "tmp"
         assert not (tmp.is_dir() and os.listdir(tmp)), "a temp file was left behind"
+        j = prov("exec", "--json", "--", PYTHON, "-c", FULL_SCRIPT, str(marker), env=env)
+        summary = json.loads(j.stdout)
+        assert j.returncode == 7 and summary["run_id"] is None, j.stderr
+        assert summary["state"] == "unrecorded" and "disk full" in summary["error"]
+        for reader in (("runs",), ("runs", "--json"), ("store", "fsck")):
+            r = prov(*reader, env=env)
+            assert r.returncode == 4, (reader, r.stdout, r.stderr)
+            assert "disk full" in one_error_line(r.stderr)

@@ -186,3 +186,42 @@ def test_many_open_quotes_are_skipped_in_one_pass():
     scan to the end of the text); the document is still refused as malformed JSON."""
     with pytest.raises(InputError, match="not JSON"):
         parse_json('"\\"' * 200_000, "x")
+
+
+@pytest.mark.parametrize("text,needle", [
+    ('{"a": "\\udcff"}', "lone UTF-16 surrogate"),
+    ('{"\\ud800": 1}', "lone UTF-16 surrogate"),
+    ('{"a": [1, "x\\ude00"]}', "lone UTF-16 surrogate"),
+    ('{"n": ' + "9" * 5000 + "}", "an integer of more than 4300 digits"),
+])
+def test_json_that_python_cannot_carry_is_one_line(text, needle):
+    """A lone surrogate (valid JSON syntax, not Unicode) and a 5,000-digit integer (past
+    Python's int-str limit) are refused where they are read, never met later by a writer."""
+    with pytest.raises(InputError, match=needle):
+        parse_json(text, "doc")
+
+
+def test_a_surrogate_pair_is_one_character_and_passes():
+    assert parse_json('{"a": "\\ud83d\\ude00", "b": "\\\\ud800"}', "doc") == {
+        "a": "\U0001f600", "b": "\\ud800"}  # an escaped backslash is no surrogate
+
+
+def test_toml_with_a_5000_digit_integer_is_one_line():
+    with pytest.raises(InputError, match="more than 4300 digits"):
+        parse_toml("n = " + "9" * 5000 + "\n", "doc")
+
+
+@pytest.mark.parametrize("suffix,body", [
+    (".json", '"x": {"s": "\\udcff"}'), (".json", '"x": {"n": ' + "9" * 5000 + "}"),
+    (".toml", "\n[x]\nn = " + "9" * 5000 + "\n")])
+def test_a_manifest_python_cannot_carry_is_a_manifest_error(tmp_path, suffix, body):
+    from provenance.model import Manifest, ManifestError
+    from tests.provenance.model.test_manifest import sample
+
+    path = tmp_path / f"m{suffix}"
+    m = sample()
+    text = m.to_json() if suffix == ".json" else m.to_toml()
+    path.write_text(text.replace("{", "{" + body + ",", 1) if suffix == ".json" else text + body)
+    with pytest.raises(ManifestError, match="corrupted manifest") as err:
+        Manifest.read(path)
+    assert "\n" not in str(err.value)

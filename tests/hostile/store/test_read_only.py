@@ -1,4 +1,6 @@
-"""A store on a read-only mount: every reader works, every writer is refused in one line."""
+"""A store on a read-only mount: every reader works, every writer is refused in one line;
+`prov exec` runs the command unrecorded and says so (issue #30: the command never depends on
+the store)."""
 
 from __future__ import annotations
 
@@ -11,8 +13,7 @@ import pytest
 from tests.exec_support import prov, runs_json
 from tests.hostile.faults import one_error_line, read_only_copy
 
-WRITERS = (("exec", "--", "true"), ("store", "reindex"), ("store", "gc"),
-           ("store", "gc", "--dry-run"))
+WRITERS = (("store", "reindex"), ("store", "gc"), ("store", "gc", "--dry-run"))
 
 
 @pytest.fixture
@@ -53,6 +54,10 @@ def test_read_only_store_reads_and_refuses_writes(recorded, penv, tmp_path, wal)
                 p = prov(*args, env=env, timeout=60)
                 assert p.returncode == 2, (args, p.stdout, p.stderr)
                 assert "read-only" in one_error_line(p.stderr), args
+            p = prov("exec", "--", "sh", "-c", "echo ran; exit 5", env=env, timeout=60)
+            assert (p.returncode, p.stdout) == (5, b"ran\n"), p.stderr
+            assert p.stderr.count(b"NOT RECORDED") == 2 and b"read-only" in p.stderr
+            assert runs_json(env) == before
     finally:
         if holder is not None:
             holder.close()

@@ -67,7 +67,8 @@ def test_the_console_script_skips_typer_and_prints_the_same(tmp_path):
 
 
 def test_errors_keep_the_cli_rules(tmp_path):
-    proc = run_prov("snapshot", "--format", "yaml", env={"PROV_STORE": str(tmp_path / "s")})
+    proc = run_prov("snapshot", "--format", "yaml", "-o", str(tmp_path / "m.toml"),
+                    env={"PROV_STORE": str(tmp_path / "s")})
     assert proc.returncode == 2
     assert proc.stderr.strip() == "prov: error: --format must be toml or json, not 'yaml'"
 

@@ -76,7 +76,8 @@ def test_bad_input_is_one_line_exit_2(tmp_path):
     for path, message in cases.items():
         err = assert_one_line_error(run_prov("diff", str(good), path))
         assert message in err, err
-    err = assert_one_line_error(run_prov("snapshot", "--format", "yaml"))
+    err = assert_one_line_error(run_prov("snapshot", "--format", "yaml", "-o",
+                                         str(tmp_path / "m.toml")))
     assert "toml or json" in err
     err = assert_one_line_error(run_prov("snapshot", "--out", str(tmp_path / "no/such/dir/m.toml")))
     assert "does not exist" in err

@@ -76,7 +76,7 @@ def test_signed_bundle_verifies(signed_bundle):
     out, pub = signed_bundle
     report = verify_bundle(str(out), pub)
     assert _verdict(report) is None, report.to_json()
-    assert [s.verdict for s in report.steps] == ["pass"] * 7 + ["skipped"]  # no exchanges
+    assert [s.verdict for s in report.steps] == ["pass"] * 7 + ["skipped"] * 2  # no exchanges or model
     assert (out / SIGNED_NAME).exists() and (out / "runs" / "r-20261101-0001.json").exists()
     env = json.loads((out / SIGNED_NAME).read_text())
     statement = json.loads(base64.b64decode(env["payload"]))

@@ -190,12 +190,12 @@ def test_receipt_good_tampered_unknown_and_malformed(bundles, tmp_path):
         (tmp_path / f"{name}.json").write_text(doc if isinstance(doc, str) else json.dumps(doc))
     assert read_receipt(tmp_path / "exchange.json") == good
     rc, text = _verify(live, "--receipt", str(tmp_path / "good.json"))
-    assert rc == 0 and "9. receipt: pass" in text, text
+    assert rc == 0 and "10. receipt: pass" in text, text
     rc, text = _verify(live, "--receipt", str(tmp_path / "tampered.json"))
-    assert rc == 1 and _failed_at(text, 9, "receipt",
+    assert rc == 1 and _failed_at(text, 10, "receipt",
                                   "has its request but another response_sha256"), text
     rc, text = _verify(live, "--receipt", str(tmp_path / "unknown.json"))
-    assert rc == 1 and _failed_at(text, 9, "receipt", "which this bundle does not hold"), text
+    assert rc == 1 and _failed_at(text, 10, "receipt", "which this bundle does not hold"), text
     for name in ("bad", "half"):  # bad input: one line, exit 2, before any step runs
         rc, text = _verify(live, "--receipt", str(tmp_path / f"{name}.json"))
         assert rc == 2 and len(text.strip().splitlines()) == 1, text
@@ -213,7 +213,7 @@ def test_a_bundle_without_exchanges_skips_step_8_and_refuses_a_receipt(bundles, 
     (tmp_path / "good.json").write_text(json.dumps(_receipt(live, run)))
     rc, text = _verify(out, "--receipt", str(tmp_path / "good.json"))
     assert rc == 1 and "8. exchange receipts: skipped" in text, text
-    assert _failed_at(text, 9, "receipt", "holds no exchanges"), text
+    assert _failed_at(text, 10, "receipt", "holds no exchanges"), text
 
 
 def test_a_stray_run_record_is_refused(bundles, tmp_path):

@@ -82,16 +82,53 @@ def sample_facts(requests_version: str = "2.30.0") -> dict:
     }
 
 
+COMMIT = "0123456789abcdef0123456789abcdef01234567"
+
+
+def _file(byte: str, size: int) -> dict:
+    return {"sha256": "sha256:" + byte * 32, "size": size, "source": "hf-blob-name"}
+
+
+def sample_model_facts() -> dict:
+    """What the probe records of a run that loaded a hub model with transformers (one model
+    directory: the files keyed by their path in it)."""
+    return {
+        "model": {"files": {
+            "config.json": _file("a1", 1421), "generation_config.json": _file("a2", 239),
+            "model-00001-of-00002.safetensors": _file("a3", 4_902_257_696),
+            "model-00002-of-00002.safetensors": _file("a4", 1_263_275_808),
+            "model.safetensors.index.json": _file("a5", 32_837),
+            "tokenizer.json": _file("a6", 11_422_654), "tokenizer_config.json": _file("a7", 9_732),
+        }},
+        "runtime": {"transformers": {
+            "models": {"0": {"class": "Qwen3ForCausalLM", "attn_implementation": "sdpa",
+                             "attn_implementation_requested": "sdpa", "dtype": "bfloat16",
+                             "device_map": "none", "quantization": "none",
+                             "name_or_path": "Qwen/Qwen3-8B", "revision": "main",
+                             "commit": COMMIT}},
+            "tokenizers": {"0": {"class": "Qwen2TokenizerFast", "name_or_path": "Qwen/Qwen3-8B",
+                                 "revision": "main", "chat_template_sha256": "none"}},
+        }},
+    }
+
+
 def sample_manifest(**kw) -> Manifest:
     return Manifest(facts=sample_facts(**kw))
 
 
-def sample_run(manifest: Manifest) -> PublishedRun:
+def sample_model_subject() -> Subject:
+    """The sample run, having read a model: its manifest and its record hold `model.files`."""
+    m = Manifest(facts={**sample_facts(), **sample_model_facts()})
+    return Subject(m, label="sample", kind="run", run=sample_run(m, facts=sample_model_facts()))
+
+
+def sample_run(manifest: Manifest, facts: dict | None = None) -> PublishedRun:
     """A run shaped as the store records it (the record is what a bundle ships)."""
     from provenance.publish.inputs import published_run
     from provenance.store.run_record import RunRecord
 
     return published_run(RunRecord.from_doc({
+        **({"facts": facts} if facts else {}),
         "run_id": "r-20261101-0001",
         "state": "complete",
         "command": ["python", "bench.py", "--model", "m", "--api-key",
