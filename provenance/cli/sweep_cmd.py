@@ -202,10 +202,7 @@ def sweep(
         raise ProvError(f"{sp.text}: no such text file", 2)
     store = open_store()
     con = console(stderr=as_json)
-    if ray and budget:
-        raise ProvError("--budget works with the local executor only (not with --ray)", 2)
-    if ray and jobs > 1:
-        raise ProvError("--jobs works with the local executor only (Ray places the cells)", 2)
+    # --ray with --budget or --jobs is refused by cli/option_checks before this runs
     if ray:
         try:
             executor = api.ray_executor(ray)
