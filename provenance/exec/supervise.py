@@ -307,7 +307,8 @@ def _final_not_stored(run: _Run, final: RunRecord, exc: BaseException) -> RunRes
         digest = run.started
         sys.stderr.write(f"prov: warning: run {run.record.run_id[:12]} not recorded "
                          f"({reason}); it will show as abandoned\n")
-    return RunResult(run.record.run_id, final.exit_status, digest, "complete", final)
+    # the command's own outcome stands (a non-zero exit is a failed run) whatever the store did
+    return RunResult(run.record.run_id, final.exit_status, digest, final.state, final)
 
 
 def _spawn_failed(run: _Run, exc: OSError) -> RunResult:
