@@ -51,7 +51,7 @@ class LockResult:
 
 def _dist_info(location: str, name: str, version: str) -> Path | None:
     """The installed `.dist-info` directory of name==version under `location`, if present."""
-    from lockfiles.artifacts import normalize
+    from packaging.utils import canonicalize_name
 
     base = Path(location)
     if not location or not base.is_dir():
@@ -59,7 +59,7 @@ def _dist_info(location: str, name: str, version: str) -> Path | None:
     for info in base.glob("*.dist-info"):
         stem = info.name[: -len(".dist-info")]
         dist_name, _, dist_version = stem.rpartition("-")
-        if normalize(dist_name) == normalize(name) and dist_version == version:
+        if canonicalize_name(dist_name) == canonicalize_name(name) and dist_version == version:
             return info
     return None
 

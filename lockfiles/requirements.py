@@ -26,7 +26,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from lockfiles.artifacts import normalize
+from packaging.utils import canonicalize_name
+
 from lockfiles.errors import LockError
 from lockfiles.read import Lock, LockedPackage
 
@@ -124,7 +125,7 @@ def _requirement(line: Line, text: str) -> LockedPackage:
         first = str(exc).splitlines()[0]  # packaging adds the text and a caret below
         message = f"{line.where()}: not a valid requirement ({first}): {text[:60]!r}"
         raise LockError(message) from None
-    name = normalize(req.name)
+    name = canonicalize_name(req.name)
     marker = str(req.marker) if req.marker is not None else None
     if req.url:
         return LockedPackage(name, None, source="url", marker=marker)
@@ -143,7 +144,7 @@ def _requirement(line: Line, text: str) -> LockedPackage:
 def _editable(line: Line, target: str) -> LockedPackage:
     egg = re.search(r"#egg=([A-Za-z0-9][A-Za-z0-9._-]*)", target)
     if egg:
-        return LockedPackage(normalize(egg.group(1)), None, source="editable")
+        return LockedPackage(canonicalize_name(egg.group(1)), None, source="editable")
     local = re.sub(r"\[[^\]]*\]$", "", target.removeprefix("file://"))  # `-e .[dev]`
     tree = (line.path.parent / local).resolve()
     try:
@@ -153,7 +154,7 @@ def _editable(line: Line, target: str) -> LockedPackage:
     except (OSError, ValueError, KeyError, TypeError):
         raise LockError(f"{line.where()}: editable {target!r}: no #egg= name and no "
                         "[project] name in its pyproject.toml") from None
-    return LockedPackage(normalize(str(name)), None, source="editable")
+    return LockedPackage(canonicalize_name(str(name)), None, source="editable")
 
 
 @dataclass

@@ -14,11 +14,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from packaging.utils import canonicalize_name
+
 from provenance.audit.base import AuditBackend, AuditResult, Finding, Package
 from provenance.model.errors import ProvError
 from provenance.model.inputs import decode_text, parse_json, read_input, shown
 from provenance.model.text import escape_surrogates
-from provenance.sbom.metadata import normalize
 
 
 @dataclass(frozen=True)
@@ -63,7 +64,7 @@ def load_db(root: Path) -> tuple[dict[str, list[Advisory]], dict[str, Any]]:
             modified=modified,
             affected=pypi,
         )
-        for name in sorted({normalize(a["package"]["name"]) for a in pypi}):
+        for name in sorted({canonicalize_name(a["package"]["name"]) for a in pypi}):
             index.setdefault(name, []).append(adv)
     digest = "sha256:" + hashlib.sha256("\n".join(lines).encode()).hexdigest()
     facts = {"path": str(root), "digest": digest, "records": count, "newest_modified": newest}
@@ -109,7 +110,7 @@ def matches(adv: Advisory, name: str, version) -> tuple[bool, tuple[str, ...]]:
     """(affected?, fix versions) for one package version."""
     hit, fixes = False, set()
     for entry in adv.affected:
-        if normalize(entry["package"]["name"]) != name:
+        if canonicalize_name(entry["package"]["name"]) != name:
             continue
         if str(version) in {str(v) for v in entry.get("versions") or []}:
             hit = True

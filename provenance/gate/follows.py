@@ -26,10 +26,11 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+from packaging.utils import canonicalize_name
+
 from provenance.gate.patterns import covers_parts
 from provenance.model import Manifest, join_key, split_key
 from provenance.model.diff import Change
-from provenance.model.names import normalize_name
 
 PACKAGES = ("python", "packages")
 UNKNOWN = "?"  # a loaded file the probe did not see: owned by nothing we can name
@@ -63,7 +64,7 @@ class Context:
 def owner_name(owner: str) -> str:
     """`wheel:NumPy==2.2.6` -> `numpy`; any other owner (`dpkg:...`, `interpreter`) as is."""
     if owner.startswith("wheel:"):
-        return normalize_name(owner[len("wheel:"):].split("==", 1)[0])
+        return canonicalize_name(owner[len("wheel:"):].split("==", 1)[0])
     return owner
 
 
@@ -98,13 +99,13 @@ def declared_packages(patterns: list[tuple[str, ...]], changes: list[Change]) ->
     for change in changes:
         key = tuple(split_key(change.key))
         if len(key) > 2 and key[:2] == PACKAGES and any(covers_parts(p, key) for p in patterns):
-            out.setdefault(normalize_name(key[2]), join_key(key[:3]))
+            out.setdefault(canonicalize_name(key[2]), join_key(key[:3]))
     return out
 
 
 def _modules(name: str, ctx: Context) -> list[str]:
     found = set(ctx.a.get("code.modules") or {}) | set(ctx.b.get("code.modules") or {})
-    return [join_key(("code", "modules", m)) for m in sorted(found) if normalize_name(m) == name]
+    return [join_key(("code", "modules", m)) for m in sorted(found) if canonicalize_name(m) == name]
 
 
 def _runtime_libs(name: str, ctx: Context) -> list[str]:

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from packaging.utils import canonicalize_name
+
 from provenance.model import join_key
-from provenance.sbom.metadata import DistInfo, normalize
+from provenance.sbom.metadata import DistInfo
 
 # Values that mean "not known" in a manifest leaf (collectors never crash, they say why).
 _UNKNOWN_PREFIXES = ("unavailable", "unknown", "none", "error")
@@ -63,7 +65,7 @@ def python_components(packages: dict[str, Any], info: dict[str, DistInfo]) -> li
         entry = packages[key]
         if not isinstance(entry, dict) or not known(entry.get("version")):
             continue
-        name = normalize(str(entry.get("name", key)))
+        name = canonicalize_name(str(entry.get("name", key)))
         version = str(entry["version"])
         purl = PackageURL(type="pypi", name=name, version=version)
         hashes, props = [], [_prop("prov:manifest-key", join_key(["python", "packages", key]))]
@@ -375,7 +377,7 @@ def owner_purl(package: str, version: str, facts: dict[str, Any], path: str = ""
         root = location or str(entry.get("location") or "")
         if conda and not location:
             root = _conda_prefix(path)
-        purl = PackageURL(type="conda" if conda else "pypi", name=normalize(name),
+        purl = PackageURL(type="conda" if conda else "pypi", name=canonicalize_name(name),
                           version=version)
         return _with_subpath(purl, path, root)
     return None

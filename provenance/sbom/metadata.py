@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from typing import Any
 
-from provenance.model.names import normalize_name as normalize
+from packaging.utils import canonicalize_name
 
 
 @dataclass(frozen=True)
@@ -29,7 +29,7 @@ def read_installed(packages: dict[str, Any]) -> dict[str, DistInfo]:
     locations = sorted({str(e.get("location")) for e in packages.values() if e.get("location")})
     found: dict[str, DistInfo] = {}
     for dist in metadata.distributions(path=locations):
-        name = normalize(dist.metadata.get("Name") or "")
+        name = canonicalize_name(dist.metadata.get("Name") or "")
         entry = packages.get(name)
         if name in found or not isinstance(entry, dict):
             continue
@@ -83,7 +83,7 @@ def resolve_requires(
                 continue
             if req.marker is not None and not req.marker.evaluate({**env, "extra": ""}):
                 continue
-            target = normalize(req.name)
+            target = canonicalize_name(req.name)
             if target in installed and target != name:
                 deps.add(target)
         graph[name] = sorted(deps)
