@@ -29,6 +29,7 @@ from pathlib import Path
 from packaging.utils import canonicalize_name
 
 from lockfiles.errors import LockError
+from lockfiles.kind import LockKind
 from lockfiles.read import Lock, LockedPackage
 
 _COMMENT = re.compile(r"(^|\s+)#.*$")
@@ -196,5 +197,5 @@ def read_requirements(path: Path) -> Lock:
     for a full pin set (every version requirement `==`-pinned with `--hash`)."""
     read = _Read([])
     _read(Path(path), (), constraint=False, out=read)
-    return Lock(kind="requirements", created_by="requirements.txt", packages=read.packages,
+    return Lock(kind=LockKind.REQUIREMENTS, created_by="requirements.txt", packages=read.packages,
                 exact=read.hashed_pins > 0 and read.others == 0)

@@ -19,6 +19,7 @@ from typing import Any
 from packaging.utils import canonicalize_name
 
 from lockfiles.errors import LockError
+from lockfiles.kind import LockKind
 from lockfiles.read import Lock, LockedPackage
 
 DEFAULT_GROUPS = ("dev",)
@@ -108,7 +109,7 @@ def read_uv_lock(path: Path, data: dict[str, Any]) -> Lock:
     everything = [_locked(p) for entries in by_name.values() for p in entries
                   if "virtual" not in (p.get("source") or {})]
     return Lock(
-        kind="uv.lock",
+        kind=LockKind.UV_LOCK,
         created_by="uv",
         packages=everything,
         requires_python=data.get("requires-python"),

@@ -11,6 +11,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from provenance.model.sections import CpuSection
+
 # x86 and Arm flags that select different arithmetic kernels.
 _NUMERIC_FLAGS = re.compile(
     r"^(sse4_1|sse4_2|avx|avx2|fma|f16c|avx_vnni|avx512.*|amx.*|"
@@ -36,8 +38,8 @@ def parse_cpuinfo(text: str) -> dict[str, Any]:
     }
 
 
-def collect(warnings: list[str]) -> dict[str, Any]:
-    section: dict[str, Any] = {"arch": os.uname().machine, "logical_cores": os.cpu_count() or 0}
+def collect(warnings: list[str]) -> CpuSection:
+    section: CpuSection = {"arch": os.uname().machine, "logical_cores": os.cpu_count() or 0}
     try:
         section["cores_available"] = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):

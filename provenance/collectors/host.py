@@ -6,9 +6,9 @@ import datetime as dt
 import os
 import socket
 from pathlib import Path
-from typing import Any
 
 from provenance import __version__
+from provenance.model.sections import HostSection
 
 
 def _read(path: str) -> str:
@@ -30,7 +30,7 @@ def in_container() -> str:
     return "none detected"
 
 
-def collect(warnings: list[str]) -> dict[str, Any]:
+def collect(warnings: list[str]) -> HostSection:
     return {
         "hostname": socket.gethostname(),
         "boot_id": _read("/proc/sys/kernel/random/boot_id"),

@@ -63,7 +63,9 @@ from provenance.model.redact import KnownSecrets, redact_diff, store_key
 from provenance.snapshot_cache import CachedSnapshot
 from provenance.store import RunRecord, Store, open_store
 from provenance.store.objects import StoreFull, space_reason
+from provenance.store.record_types import LogEntry
 from provenance.store.records import now_iso
+from provenance.store.states import RunState
 
 
 def redact_diff_bytes(diff: bytes, key: bytes,
@@ -77,7 +79,7 @@ class RunResult:
     run_id: str  # "" when the run could not be recorded
     exit_status: int
     record_digest: str
-    state: str  # complete, failed (prov or the exec itself failed), or unrecorded
+    state: RunState  # complete, failed (prov or the exec itself failed), or unrecorded
     record: RunRecord | None  # None when unrecorded
     interrupted: bool = False  # prov forwarded ^C, SIGTERM or SIGHUP to the command
     error: str | None = None  # why an unrecorded run was not recorded
@@ -207,7 +209,7 @@ def _without_record(argv: list[str], cwd, env_extra, stream: bool, reason: str) 
     except ProvError:
         workdir = None  # deleted: the command runs where prov runs, as a shell would run it
     done = run_unrecorded(argv, workdir, env_extra, stream, reason)
-    return RunResult("", done["exit_status"], "", "unrecorded", None, done["interrupted"],
+    return RunResult("", done["exit_status"], "", RunState.UNRECORDED, None, done["interrupted"],
                      done["error"])
 
 
@@ -252,7 +254,7 @@ def _execute(run: _Run, outputs: Sequence[str | Path], stream: bool,
     logs, lost = _close_logs(out_w, err_w)
     status, signame = process.exit_status(returncode)
     # a command that exited non-zero or was killed is a failed run (`failed (exit 7)`)
-    state = "complete" if status == 0 else "failed"
+    state = RunState.COMPLETE if status == 0 else RunState.FAILED
     final = run.record.replace(state=state, ended_at=now_iso(),
                                duration_s=round(ended - spawned, 6), exit_status=status,
                                logs=logs, signal=signame,
@@ -275,9 +277,9 @@ def _log_writer(run: _Run, label: str) -> RedactedLog | LostLog:
     return RedactedLog(writer, store_key(run.store.root), run.known)
 
 
-def _close_logs(out_w, err_w) -> tuple[dict[str, Any], list[str]]:
+def _close_logs(out_w, err_w) -> tuple[dict[str, LogEntry], list[str]]:
     """The log entries, and a warning per log the store could not take in full."""
-    logs: dict[str, Any] = {}
+    logs: dict[str, LogEntry] = {}
     lost: list[str] = []
     for label, w in (("stdout", out_w), ("stderr", err_w)):
         try:
@@ -317,7 +319,7 @@ def _spawn_failed(run: _Run, exc: OSError) -> RunResult:
                           status, run.t0)
     shutil.rmtree(run.run_dir, ignore_errors=True)
     digest = run.store.finalize_run(final, run.started)
-    return RunResult(run.record.run_id, status, digest, "failed", final)
+    return RunResult(run.record.run_id, status, digest, RunState.FAILED, final)
 
 
 def _finish(run: _Run, final: RunRecord, outputs: Sequence[str | Path],

@@ -10,17 +10,8 @@ from typing import Any
 from packaging.utils import canonicalize_name
 
 from provenance.model import join_key
+from provenance.model.facts import known
 from provenance.sbom.metadata import DistInfo
-
-# Values that mean "not known" in a manifest leaf (collectors never crash, they say why).
-_UNKNOWN_PREFIXES = ("unavailable", "unknown", "none", "error")
-
-
-def known(value: Any) -> bool:
-    if value is None or value == "":
-        return False
-    head = value.split(":", 1)[0].strip().lower() if isinstance(value, str) else ""
-    return head not in _UNKNOWN_PREFIXES
 
 
 def _sha256_hex(value: Any) -> str | None:
