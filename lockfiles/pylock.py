@@ -213,6 +213,16 @@ class Found:
     why: str = ""  # without artifacts: what was asked and why nothing answered
 
 
+def require_python(manifest: Manifest, label: str) -> None:
+    """A manifest with an interpreter and packages to lock or verify; refused otherwise
+    (`label`: what it was taken of, as the source resolver names it)."""
+    py = manifest.facts.get("python")
+    if isinstance(py, str):  # "unavailable: ..." (the collector could not run it)
+        raise LockError(f"cannot inspect the {label}: {py}")
+    if not isinstance(py, dict) or not py.get("packages") or not py.get("version"):
+        raise LockError(f"{label}: no Python interpreter or packages found; nothing to lock")
+
+
 def write_pylock(manifest: Manifest, sources: Sources, lock_dir: Path) -> LockResult:
     """The lock text for `manifest`'s Python packages, artifacts looked up in `sources`."""
     import tomlkit
