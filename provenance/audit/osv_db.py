@@ -14,8 +14,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from packaging.utils import canonicalize_name
-
 from provenance.audit.base import AuditBackend, AuditResult, Finding, Package
 from provenance.model.errors import ProvError
 from provenance.model.inputs import decode_text, parse_json, read_input, shown
@@ -33,6 +31,8 @@ class Advisory:
 
 def load_db(root: Path) -> tuple[dict[str, list[Advisory]], dict[str, Any]]:
     """name -> advisories, plus the database facts (digest, count, newest modified)."""
+    from packaging.utils import canonicalize_name
+
     root = Path(root)
     if not root.is_dir():
         raise ProvError(f"--osv-db {root}: not a directory")
@@ -108,6 +108,8 @@ def _in_range(version, events: list[dict[str, Any]]) -> bool:
 
 def matches(adv: Advisory, name: str, version) -> tuple[bool, tuple[str, ...]]:
     """(affected?, fix versions) for one package version."""
+    from packaging.utils import canonicalize_name
+
     hit, fixes = False, set()
     for entry in adv.affected:
         if canonicalize_name(entry["package"]["name"]) != name:

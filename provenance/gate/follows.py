@@ -26,8 +26,6 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from packaging.utils import canonicalize_name
-
 from provenance.gate.patterns import covers_parts
 from provenance.model import Manifest, join_key, split_key
 from provenance.model.diff import Change
@@ -63,6 +61,8 @@ class Context:
 
 def owner_name(owner: str) -> str:
     """`wheel:NumPy==2.2.6` -> `numpy`; any other owner (`dpkg:...`, `interpreter`) as is."""
+    from packaging.utils import canonicalize_name
+
     if owner.startswith("wheel:"):
         return canonicalize_name(owner[len("wheel:"):].split("==", 1)[0])
     return owner
@@ -95,6 +95,8 @@ def library_owners(loaded: list[dict[str, Any]], manifest: Manifest) -> Owners:
 
 def declared_packages(patterns: list[tuple[str, ...]], changes: list[Change]) -> dict[str, str]:
     """normalised name -> the package key a spec covers a difference of."""
+    from packaging.utils import canonicalize_name
+
     out: dict[str, str] = {}
     for change in changes:
         key = tuple(split_key(change.key))
@@ -104,6 +106,8 @@ def declared_packages(patterns: list[tuple[str, ...]], changes: list[Change]) ->
 
 
 def _modules(name: str, ctx: Context) -> list[str]:
+    from packaging.utils import canonicalize_name
+
     found = set(ctx.a.get("code.modules") or {}) | set(ctx.b.get("code.modules") or {})
     return [join_key(("code", "modules", m)) for m in sorted(found) if canonicalize_name(m) == name]
 

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from packaging.utils import canonicalize_name
-
 from provenance.model import join_key
 from provenance.model.facts import known
 from provenance.sbom.metadata import DistInfo
@@ -50,6 +48,7 @@ def licenses_for(info: DistInfo | None) -> list:
 def python_components(packages: dict[str, Any], info: dict[str, DistInfo]) -> list:
     from cyclonedx.model.component import Component, ComponentType
     from packageurl import PackageURL
+    from packaging.utils import canonicalize_name
 
     out = []
     for key in sorted(packages):
@@ -350,6 +349,7 @@ def owner_purl(package: str, version: str, facts: dict[str, Any], path: str = ""
     `path`, the file as the purl's subpath (relative to the package's root: site-packages,
     the conda prefix, /), so a library's purl never collides with its package's."""
     from packageurl import PackageURL
+    from packaging.utils import canonicalize_name
 
     kind, _, name = package.partition(":")
     if kind in ("dpkg", "apk"):

@@ -12,8 +12,6 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from typing import Any
 
-from packaging.utils import canonicalize_name
-
 
 @dataclass(frozen=True)
 class DistInfo:
@@ -26,6 +24,8 @@ class DistInfo:
 
 def read_installed(packages: dict[str, Any]) -> dict[str, DistInfo]:
     """Normalised name -> DistInfo for each manifest package found installed at its location."""
+    from packaging.utils import canonicalize_name
+
     locations = sorted({str(e.get("location")) for e in packages.values() if e.get("location")})
     found: dict[str, DistInfo] = {}
     for dist in metadata.distributions(path=locations):
@@ -72,6 +72,7 @@ def resolve_requires(
 ) -> dict[str, list[str]]:
     """name -> sorted names of installed distributions it requires (extras not counted)."""
     from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.utils import canonicalize_name
 
     graph: dict[str, list[str]] = {}
     for name, dist in info.items():

@@ -13,8 +13,6 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from packaging.utils import canonicalize_name
-
 DPKG_INFO = Path("/var/lib/dpkg/info")
 _SITE_DIRS = ("site-packages", "dist-packages")
 @dataclass(frozen=True)
@@ -41,6 +39,8 @@ def site_root(path: str) -> str | None:
 
 
 def _dist_name(dist_info: Path) -> tuple[str, str]:
+    from packaging.utils import canonicalize_name
+
     name, version = canonicalize_name(dist_info.name[: -len(".dist-info")].split("-")[0]), ""
     try:
         for line in (dist_info / "METADATA").read_text(errors="replace").splitlines():
