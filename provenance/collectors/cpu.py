@@ -9,9 +9,11 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from provenance.model.sections import CpuSection
+if TYPE_CHECKING:  # annotations only (this module uses postponed annotations)
+    from provenance.model.sections import CpuSection
+
 
 # x86 and Arm flags that select different arithmetic kernels.
 _NUMERIC_FLAGS = re.compile(

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from provenance.model.sections import GpuDevice, GpuSection
+if TYPE_CHECKING:  # annotations only (this module uses postponed annotations)
+    from provenance.model.sections import GpuDevice, GpuSection
+
 
 
 def _text(value: Any) -> str:

@@ -6,9 +6,12 @@ import datetime as dt
 import os
 import socket
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from provenance import __version__
-from provenance.model.sections import HostSection
+
+if TYPE_CHECKING:  # annotations only (this module uses postponed annotations)
+    from provenance.model.sections import HostSection
 
 
 def _read(path: str) -> str:

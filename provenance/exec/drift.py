@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from provenance.exec.environment import with_command_env, without_known
 from provenance.model.redact import KnownSecrets, store_key
 from provenance.snapshot_cache import CachedSnapshot, cached_snapshot, still_valid
 from provenance.store import Store
-from provenance.store.record_types import Drift
+
+if TYPE_CHECKING:  # annotations only (this module uses postponed annotations)
+    from provenance.store.record_types import Drift
 
 
 def check_drift(snap: CachedSnapshot, python: str | None, store: Store,

@@ -10,14 +10,16 @@ from __future__ import annotations
 import hashlib
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from provenance.exec.facts import FACTS_FILE
 from provenance.model import ProvError, canonical_json
 from provenance.model.inputs import read_json
 from provenance.model.redact import KnownSecrets, redact_tree, store_key
-from provenance.store.record_types import OutputEntry, StoredFile
 from provenance.store.records import TREE_KIND, encode
+
+if TYPE_CHECKING:  # annotations only (this module uses postponed annotations)
+    from provenance.store.record_types import OutputEntry, StoredFile
 
 _CHUNK = 1 << 20
 

@@ -11,13 +11,15 @@ import resource
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from provenance.model.redact import KnownSecrets, redact_argv, redact_value, secrets_of_run
 from provenance.snapshot_cache import CachedSnapshot
 from provenance.store import RunRecord, RunState, Store
-from provenance.store.record_types import GitFacts, Resources
 from provenance.store.records import new_run_id, now_iso, supervisor_identity
+
+if TYPE_CHECKING:  # annotations only (this module uses postponed annotations)
+    from provenance.store.record_types import GitFacts, Resources
 
 
 def _params(params: Mapping[str, Any] | None, known: KnownSecrets | None) -> dict[str, Any]:

@@ -28,7 +28,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from provenance.exec import process
 from provenance.exec.drift import check_drift
@@ -63,9 +63,11 @@ from provenance.model.redact import KnownSecrets, redact_diff, store_key
 from provenance.snapshot_cache import CachedSnapshot
 from provenance.store import RunRecord, Store, open_store
 from provenance.store.objects import StoreFull, space_reason
-from provenance.store.record_types import LogEntry
 from provenance.store.records import now_iso
 from provenance.store.states import RunState
+
+if TYPE_CHECKING:  # annotations only (this module uses postponed annotations)
+    from provenance.store.record_types import LogEntry
 
 
 def redact_diff_bytes(diff: bytes, key: bytes,

@@ -15,11 +15,13 @@ import os
 import secrets
 import socket
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from provenance.model.text import json_text
-from provenance.store.record_types import Supervisor
 from provenance.store.states import STATE_RANK, UNFINISHED, RunState
+
+if TYPE_CHECKING:  # annotations only (this module uses postponed annotations)
+    from provenance.store.record_types import Supervisor
 
 RUN_KIND = "prov.run"
 COMPARISON_KIND = "prov.comparison"

@@ -18,24 +18,26 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from provenance.model.errors import ProvError
-from provenance.store.record_types import (
-    Drift,
-    GitFacts,
-    LiveMark,
-    LoadedLibrary,
-    LogEntry,
-    OutputEntry,
-    Resources,
-    RunFacts,
-    SnapshotUse,
-    StoredFile,
-    Supervisor,
-)
 from provenance.store.records import RECORD_SCHEMA, RUN_KIND
 from provenance.store.states import STORED_STATES, RunState
+
+if TYPE_CHECKING:  # annotations only (this module uses postponed annotations)
+    from provenance.store.record_types import (
+        Drift,
+        GitFacts,
+        LiveMark,
+        LoadedLibrary,
+        LogEntry,
+        OutputEntry,
+        Resources,
+        RunFacts,
+        SnapshotUse,
+        StoredFile,
+        Supervisor,
+    )
 
 
 class RecordError(ProvError):
