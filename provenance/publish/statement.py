@@ -13,7 +13,7 @@ predicate is a string, a list or an object (a Struct stores numbers as floats).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from provenance.model.redact import redact_argv, redact_value
 from provenance.publish.inputs import Subject
@@ -25,26 +25,49 @@ BUILD_TYPE = "urn:prov-llm:buildtype:run:v1"
 BUILDER_ID = "urn:prov-llm:builder:prov"
 
 
+class Descriptor(TypedDict):
+    """A ResourceDescriptor as its JSON (subjects, resolved dependencies, byproducts)."""
+
+    name: str
+    digest: dict[str, str]  # algorithm -> hex
+    uri: NotRequired[str]
+    mediaType: NotRequired[str]
+    annotations: NotRequired[dict[str, str]]
+
+
+class ExternalParameters(TypedDict):
+    parameters: dict[str, str]  # --param NAME=VALUE, secrets redacted
+    command: NotRequired[list[str]]  # the run's argv, redacted
+    runParameters: NotRequired[dict[str, str]]
+    allowUnrecorded: NotRequired[list[str]]
+
+
+class BuildMetadata(TypedDict, total=False):
+    invocationId: str  # the run id
+    startedOn: str  # as the run record holds them (RFC 3339)
+    finishedOn: str
+
+
 def descriptor(name: str, sha256_hex: str, *, uri: str = "", media_type: str = "",
-               annotations: dict[str, str] | None = None) -> dict[str, Any]:
+               annotations: dict[str, str] | None = None) -> Descriptor:
     """A ResourceDescriptor (in-toto-attestation's), as its JSON."""
     return _descriptor_json(name=name, digest={"sha256": sha256_hex}, uri=uri,
                             media_type=media_type, annotations=annotations)
 
 
-def _descriptor_json(**fields: Any) -> dict[str, Any]:
+def _descriptor_json(**fields: Any) -> Descriptor:
     from google.protobuf import json_format
     from in_toto_attestation.v1.resource_descriptor import ResourceDescriptor
 
     rd = ResourceDescriptor(**fields)
     rd.validate()
-    return json_format.MessageToDict(rd.pb)
+    return json_format.MessageToDict(rd.pb)  # type: ignore[return-value]
 
 
 def build_statement(
-    subjects: list[dict[str, Any]],
+    subjects: list[Descriptor],
     subject: Subject,
-    byproducts: list[dict[str, Any]],
+    byproducts: list[Descriptor],
     parameters: dict[str, str],
     dependencies: dict[str, str],
     prov_version: str,
@@ -82,11 +105,11 @@ def build_statement(
     return json_format.MessageToDict(statement.pb)
 
 
-def _external(subjects: list[dict[str, Any]], subject: Subject, parameters: dict[str, str],
-              unrecorded: list[str] | None) -> dict[str, Any]:
+def _external(subjects: list[Descriptor], subject: Subject, parameters: dict[str, str],
+              unrecorded: list[str] | None) -> ExternalParameters:
     """externalParameters: the parameters given, and the run's command and parameters."""
     run = subject.run
-    external: dict[str, Any] = {
+    external: ExternalParameters = {
         "parameters": {k: redact_value(k, v) for k, v in sorted(parameters.items())}
     }
     if run is None:
@@ -108,7 +131,7 @@ def _external(subjects: list[dict[str, Any]], subject: Subject, parameters: dict
 
 
 def _resolved(subject: Subject, manifest_sha256: str, dependencies: dict[str, str],
-              models: Sequence[ModelRead], sbom_serial: str) -> list[dict[str, Any]]:
+              models: Sequence[ModelRead], sbom_serial: str) -> list[Descriptor]:
     """resolvedDependencies: the manifest file, the image, the models read, the rest named."""
     m = subject.manifest
     identity = m.digest()
@@ -136,9 +159,9 @@ def _resolved(subject: Subject, manifest_sha256: str, dependencies: dict[str, st
     return resolved
 
 
-def _metadata(subject: Subject) -> dict[str, Any]:
+def _metadata(subject: Subject) -> BuildMetadata:
     run = subject.run
-    metadata: dict[str, Any] = {}
+    metadata: BuildMetadata = {}
     if run is not None:
         metadata["invocationId"] = run.run_id
         if run.started:
@@ -148,7 +171,7 @@ def _metadata(subject: Subject) -> dict[str, Any]:
     return metadata
 
 
-def model_dependencies(models: Sequence[ModelRead], sbom_serial: str) -> list[dict[str, Any]]:
+def model_dependencies(models: Sequence[ModelRead], sbom_serial: str) -> list[Descriptor]:
     """One ResourceDescriptor per model file the run read: named by its file component's
     bom-ref in the SBOM, `uri` the CycloneDX BOM-Link to that component, its sha256."""
     from cyclonedx.model import XsUri

@@ -51,20 +51,25 @@ def test_cyclonedx_hashes_are_artifact_hashes_only(bundle):
                for c in doc["components"])
 
 
-def test_statement_parses_with_in_toto_attestation(bundle):
-    """The bytes written, parsed strictly (an unknown field is an error) into the in-toto
-    Statement and ResourceDescriptor protobufs, and validated by the library. (prov builds
+def check_with_in_toto(payload: bytes) -> dict:
+    """The statement's bytes, parsed strictly (an unknown field is an error) into the in-toto
+    Statement and ResourceDescriptor protobufs and validated by the library. (prov builds
     the statement with the same library: this checks what reached the file.)"""
     from google.protobuf import json_format
     from in_toto_attestation.v1 import statement_pb2
     from in_toto_attestation.v1.resource_descriptor import ResourceDescriptor
     from in_toto_attestation.v1.statement import Statement
 
-    doc = json.loads((bundle / UNSIGNED_NAME).read_bytes())
+    doc = json.loads(payload)
     pb = json_format.ParseDict(doc, statement_pb2.Statement(), ignore_unknown_fields=False)
     Statement.copy_from_pb(pb).validate()
     pred = doc["predicate"]
     for d in pred["buildDefinition"]["resolvedDependencies"] + pred["runDetails"]["byproducts"]:
         rd = json_format.ParseDict(d, ResourceDescriptor().pb, ignore_unknown_fields=False)
         ResourceDescriptor.copy_from_pb(rd).validate()
+    return doc
+
+
+def test_statement_parses_with_in_toto_attestation(bundle):
+    doc = check_with_in_toto((bundle / UNSIGNED_NAME).read_bytes())
     assert doc["_type"] == "https://in-toto.io/Statement/v1" and len(doc["subject"]) == 1
