@@ -46,21 +46,25 @@ def _print_json(lock: Path, source: str, doc: dict, facts: dict, diffs: list[Dif
 
 
 def _print_table(lock: Path, source: str, doc: dict, facts: dict, diffs: list[Difference]) -> None:
+    from rich.markup import escape
     from rich.table import Table
+    from rich.text import Text
 
     from provenance.cli.output import console
 
-    con = console()
+    con = console()  # what the image or the lock says is text, never markup
     if not diffs:
         con.print(
-            f"[green]matches its lock[/green]: {source} is {facts['image']['config_digest']} "
+            f"[green]matches its lock[/green]: {escape(source)} is "
+            f"{escape(str(facts['image']['config_digest']))} "
             f"({len(doc.get('packages', {}))} packages)"
         )
         return
-    con.print(f"[red]does not match its lock[/red] {lock}: {len(diffs)} difference(s)")
+    con.print(f"[red]does not match its lock[/red] {escape(str(lock))}: {len(diffs)} "
+              "difference(s)")
     for label, image in (("locked", doc["image"]), ("now", facts["image"])):
         for key in ("manifest_digest", "config_digest"):
-            con.print(f"{label:>7} {key:<16} {image.get(key)}")
+            con.print(f"{label:>7} {key:<16} {escape(str(image.get(key)))}")
     table = Table(show_lines=False)
     table.add_column("key", style="bold", overflow="fold")
     table.add_column("change")
@@ -68,15 +72,16 @@ def _print_table(lock: Path, source: str, doc: dict, facts: dict, diffs: list[Di
     table.add_column("now", overflow="fold")
     for d in diffs:
         if not d.path:
-            table.add_row(d.key, d.change, _text(d.locked), _text(d.now))
+            table.add_row(*(Text(str(v)) for v in (d.key, d.change, _text(d.locked),
+                                                   _text(d.now))))
     if table.row_count:
         con.print(table)
     for d in diffs:
         if d.path:  # one line per file: package, path, kind and why, old and new digests
             why = finding_text(d.change, d.layer, d.installed, d.other)
             con.print(
-                f"[bold]{d.key[len('files.'):]}[/bold] {d.path}: {why} "
-                f"(locked {_text(d.locked) or '-'}, now {_text(d.now) or '-'})"
+                f"[bold]{escape(d.key[len('files.'):])}[/bold] {escape(d.path)}: {escape(why)} "
+                f"(locked {escape(_text(d.locked) or '-')}, now {escape(_text(d.now) or '-')})"
             )
 
 

@@ -235,6 +235,12 @@ def is_not_computable(v: Any) -> bool:
     return isinstance(v, dict) and NOT_COMPUTABLE in v
 
 
+def not_computable(reason: str) -> dict[str, str]:
+    """The marker a result holds for a statistic its evidence cannot give (a check of it is
+    NOT_EVALUATED): `{"not_computable": REASON}`."""
+    return {NOT_COMPUTABLE: reason}
+
+
 def evaluate_check(c: Check, stats: Any) -> dict[str, Any]:
     observed = resolve(stats, c.statistic)
     outcome, reason = _judge(c, observed)
@@ -284,5 +290,6 @@ def policy_exit(block: dict[str, Any] | None, default: int = 0) -> int:
 
 
 __all__ = ["FAIL", "NOT_COMPARABLE", "NOT_EVALUATED", "PASS", "VERDICT_EXIT", "Check",
-           "Policy", "PolicyError", "evaluate_check", "load_policy", "overall", "parse_policy",
-           "policy_exit", "refused_under", "resolve"]
+           "Policy", "PolicyError", "evaluate_check", "is_not_computable", "load_policy",
+           "not_computable", "overall", "parse_policy", "policy_exit", "refused_under",
+           "resolve"]

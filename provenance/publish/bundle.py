@@ -29,12 +29,11 @@ from provenance.model.inputs import check_output, read_input, shown
 from provenance.model.redact import redact_record, secrets_of_run
 from provenance.publish import kl
 from provenance.publish.archive import is_archive, safe_member_name, write_tar_gz
+from provenance.publish.bounds import SIGNED_NAME, UNSIGNED_NAME, check_size, check_statement
 from provenance.publish.inputs import PublishedResult, Subject
 from provenance.publish.models import models_read
 from provenance.publish.statement import build_statement, descriptor
 
-SIGNED_NAME = "attestation.dsse.json"
-UNSIGNED_NAME = "attestation.intoto.json"
 SBOM_NAME = "sbom.cdx.json"
 
 
@@ -150,6 +149,7 @@ class _Tree:
         self.names: set[str] = set()
 
     def put(self, rel: str, data: bytes, media: str | None = None) -> dict:
+        check_size(rel, len(data))  # never a bundle that verify would refuse
         self.names.add(rel)
         target = self.root / rel
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -244,6 +244,7 @@ def publish(
                                     byproducts[0]["digest"]["sha256"], unrecorded,
                                     models, serial)
         payload = _json_bytes(statement)
+        check_statement(len(payload))
         key_id = None
         if private is not None:
             from provenance.keys import key_id as kid
