@@ -189,8 +189,9 @@ def sweep(
     swept keys); 1: some cell failed, or was not started within --budget. With --policy, the
     policy's verdict over the cells decides.
     """
-    from provenance.cli.gating import policy_exit, read_policy
+    from provenance.cli.gating import read_policy
     from provenance.cli.output import console, print_json
+    from provenance.model.policy import policy_exit
     from provenance.store import open_store
     from runners import api
 
