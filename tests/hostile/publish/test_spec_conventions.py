@@ -8,16 +8,16 @@ import hashlib
 import json
 import subprocess
 import sys
-import venv
 from pathlib import Path
 
 import pytest
 
 from provenance.publish.bundle import SBOM_NAME, UNSIGNED_NAME, publish
 from provenance.sbom import validate
+from tests.cached_venv import cached_venv
 from tests.provenance.sbom.helpers_sbom import sample_subject
 
-CACHE = Path.home() / ".cache" / "prov-tests" / "in-toto-attestation-0.9.3"
+INTOTO = "in-toto-attestation==0.9.3"
 
 
 @pytest.fixture(scope="module")
@@ -58,14 +58,13 @@ def test_cyclonedx_hashes_are_artifact_hashes_only(bundle):
 
 
 def _intoto_python() -> Path:
-    py = CACHE / "bin" / "python"
-    if not py.exists():
-        venv.create(CACHE, with_pip=True)
-        r = subprocess.run([str(py), "-m", "pip", "install", "-q",
-                            "in-toto-attestation==0.9.3"], capture_output=True, timeout=600)
-        if r.returncode != 0:
-            pytest.skip(f"in-toto-attestation not installable here: {r.stderr[-200:]!r}")
-    return py
+    """The reference library's own venv, built once into the test cache (under a lock, marked
+    complete only at the end: an interrupted build is redone, not half-used)."""
+    try:
+        return cached_venv("in-toto-attestation-0.9.3", [["pip", "install", "-q", INTOTO]],
+                           "import in_toto_attestation", INTOTO + "\n")
+    except subprocess.CalledProcessError as exc:
+        pytest.skip(f"{INTOTO} not installable here: {exc}")
 
 
 CHECK = """
