@@ -54,7 +54,8 @@ test: venv apt lint verify-lock
 # The fast lane (under 2 minutes on a 2-core machine): the unit tests of the model, gate,
 # store, lockfiles, analysis and parsers, and the docs and import-rule checks; no engine,
 # docker, debootstrap, Ray or chromium, no venv built. Tests over a few seconds in these
-# paths are marked `slow` and left to `make test`, which runs everything (CI runs that).
+# paths are marked `slow` and left to `make test`, which runs everything (CI runs that);
+# the lane prints its five slowest tests, so a new slow one shows.
 FAST_TESTS := tests/test_import_rules.py tests/test_docs_links.py tests/test_docs_cli.py \
 	tests/test_docs_presets.py tests/test_docs_disclosure.py \
 	tests/provenance/model tests/hostile/model tests/provenance/store tests/provenance/gate \
@@ -66,7 +67,7 @@ FAST_TESTS := tests/test_import_rules.py tests/test_docs_links.py tests/test_doc
 	tests/provenance/report/test_golden.py tests/provenance/selftest/test_verdicts.py
 
 test-fast: venv
-	$(BIN)/python -m pytest -q -ra -m "not slow" $(FAST_TESTS) $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -ra --durations=5 -m "not slow" $(FAST_TESTS) $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache
