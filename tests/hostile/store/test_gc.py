@@ -97,9 +97,10 @@ def test_gc_spares_live_writers_and_running_runs(penv):
     store = Path(penv["PROV_STORE"])
     _finished(penv, "make the store")
     held = store / "tmp" / "obj-held"
+    # both hold their files until killed below (not for a while: gc may come late)
     holder = subprocess.Popen([PYTHON, "-c", f"f = open({str(held)!r}, 'wb'); "
-                               "f.write(b'x'); f.flush(); import time; time.sleep(60)"])
-    running = subprocess.Popen([PROV, "exec", "--", "sleep", "60"], env=penv,
+                               "f.write(b'x'); f.flush(); import signal; signal.pause()"])
+    running = subprocess.Popen([PROV, "exec", "--", "sleep", "infinity"], env=penv,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 60
