@@ -9,6 +9,7 @@ from typing import Any
 
 from containers.catalogers import python_dist
 from containers.catalogers.dpkg import INFO
+from containers.limits import MAX_PYTHON_DISTS, check_count
 from containers.walk import FileView
 
 _PY_DIRS = ("site-packages", "dist-packages")
@@ -62,7 +63,10 @@ def python_dists(
     warnings: list[str],
     history: PythonHistory | None = None,
 ) -> list[PythonDist]:
-    """Every dist-info/egg-info (under site- or dist-packages) and conda-meta record."""
+    """Every dist-info/egg-info (under site- or dist-packages) and conda-meta record; more
+    than MAX_PYTHON_DISTS of them is refused before any is parsed."""
+    metas = sum(1 for p in view.files if p.endswith(("/METADATA", "/PKG-INFO", ".egg-info")))
+    check_count(metas, MAX_PYTHON_DISTS, "python: dist-info and egg-info directories")
     owners = _owners(view, dpkg_keys)
     dists: list[PythonDist] = []
     for path in sorted(view.files):

@@ -1,7 +1,8 @@
-"""JSON read from an image, with a depth bound (the model's `check_json_depth`).
+"""JSON read from an image, with the model's depth and memory bounds (`check_json_shape`).
 
 Python's json raises RecursionError on a document nested ~100k deep, and whatever walks the
-tree afterwards may recurse too. Two uses:
+tree afterwards may recurse too; a document of many tiny objects would take ~25 times its
+size in memory. Two uses:
 - `load` for the image's own metadata (index, manifest, config, docker-archive manifest.json):
   malformed or too deep is an ImageError, the image is refused;
 - `load_content` for JSON files inside the image (cuda version.json, conda-meta records,
@@ -15,17 +16,18 @@ from typing import Any
 
 from containers.errors import ImageError
 from provenance.model.errors import ProvError
-from provenance.model.inputs import MAX_DEPTH, check_json_depth
+from provenance.model.inputs import MAX_DEPTH, check_json_shape
 
 
 def load(data: bytes | str, what: str) -> Any:
-    """The parsed document; ImageError (one line) if not UTF-8 JSON or deeper than MAX_DEPTH."""
+    """The parsed document; ImageError (one line) if not UTF-8 JSON, deeper than MAX_DEPTH or
+    over the memory bound."""
     try:
         text = data.decode("utf-8") if isinstance(data, bytes) else data
-        check_json_depth(text, what, MAX_DEPTH)
+        check_json_shape(text, what, MAX_DEPTH)
         return json.loads(text)
-    except ProvError:
-        raise ImageError(f"{what}: JSON nested deeper than {MAX_DEPTH} levels; refused") from None
+    except ProvError as exc:  # too deep or too big: the model's one-line reason
+        raise ImageError(str(exc)) from None
     except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
         raise ImageError(f"{what}: malformed JSON: {str(exc)[:120]}") from None
 

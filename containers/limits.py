@@ -1,4 +1,4 @@
-"""How many bytes of each kind of member the catalogers read into memory (issue #19 §4).
+"""How much of an untrusted image prov reads: bytes per member, and counts (issues #19, #30).
 
 A member over its kind's limit is skipped with a warning recorded in the scan (and the lock):
 its package is then missing or partial, and the warning says so. The bytes the walk holds at
@@ -9,6 +9,8 @@ status ~5 MB.
 """
 
 from __future__ import annotations
+
+from containers.errors import ImageError
 
 KiB, MiB = 1 << 10, 1 << 20
 MAX_RETAINED = 128 * MiB
@@ -40,3 +42,16 @@ def member_limit(path: str) -> int:
         if base.endswith(suffix):
             return limit
     return DEFAULT
+
+
+# Counts an image document states (issue #30). Past one, the image is refused in one line
+# before the work it would cost; real images sit far under each.
+MAX_LAYERS = 1_000  # layer listings in a manifest (Docker's overlay2 stacks at most 128)
+MAX_CONFIG_ENTRIES = 10_000  # each list or map of the config: Env, Labels, history, ...
+MAX_PYTHON_DISTS = 50_000  # dist-info and egg-info directories (the vLLM image has 252)
+
+
+def check_count(count: int, limit: int, what: str) -> None:
+    """Refuse `count` things past `limit` (`what` names them for the message)."""
+    if count > limit:
+        raise ImageError(f"{what}: {count}, over the limit of {limit}; refused")

@@ -14,6 +14,7 @@ from typing import Any, Protocol
 from containers import jsondoc
 from containers.digest import check_digest, sha256_of
 from containers.errors import ImageError
+from containers.limits import MAX_CONFIG_ENTRIES, MAX_LAYERS, check_count
 
 MAX_DOCUMENT = 8 << 20
 MAX_DEPTH = 8
@@ -195,6 +196,7 @@ def resolve(
     raw_layers = doc.get("layers")
     if not isinstance(raw_layers, list):
         raise ImageError(f"{what}: manifest {digest}: no layers list")
+    check_count(len(raw_layers), MAX_LAYERS, f"{what}: manifest {digest}: layers")
     layers = [
         descriptor(x, f"{what}: manifest {digest} layer {i}") for i, x in enumerate(raw_layers)
     ]
@@ -228,6 +230,7 @@ def check_config(config: dict[str, Any], n_layers: int, what: str) -> list[str]:
     rootfs = config.get("rootfs")
     if not isinstance(rootfs, dict) or not isinstance(rootfs.get("diff_ids"), list):
         raise ImageError(f"{what}: no rootfs.diff_ids")
+    check_count(len(rootfs["diff_ids"]), MAX_LAYERS, f"{what}: rootfs.diff_ids")
     diff_ids = [check_digest(d, f"{what}: diff_id") for d in rootfs["diff_ids"]]
     if len(diff_ids) != n_layers:
         raise ImageError(
@@ -236,6 +239,7 @@ def check_config(config: dict[str, Any], n_layers: int, what: str) -> list[str]:
     history = config.get("history", [])
     if not isinstance(history, list) or not all(isinstance(h, dict) for h in history):
         raise ImageError(f"{what}: malformed history")
+    check_count(len(history), MAX_CONFIG_ENTRIES, f"{what}: history entries")
     _check_run_config(config.get("config"), what)
     return diff_ids
 
@@ -264,6 +268,9 @@ def _check_run_config(cfg: Any, what: str) -> None:
     for key in ("WorkingDir", "User"):
         if cfg.get(key) is not None and not isinstance(cfg[key], str):
             raise ImageError(f"{what}: config.{key} is not a string; refused")
+    for key, value in cfg.items():  # Env, Labels, ExposedPorts, Volumes, Cmd, ...
+        if isinstance(value, list | dict):
+            check_count(len(value), MAX_CONFIG_ENTRIES, f"{what}: config.{key} entries")
 
 
 def verified_document(data: bytes, digest: str, what: str) -> bytes:

@@ -2,22 +2,23 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from containers.catalog import DbHistory, databases_in, os_section, wants, wants_verifying
 from containers.cuda_stack import cuda_section
-from containers.decompress import Decompressed
 from containers.digest import chain_ids
 from containers.dists import PythonDist, PythonHistory, python_dists, python_section
 from containers.errors import ImageError
 from containers.filehash import MemberDigester
+from containers.mediatypes import check_layer_type, compression_note
 from containers.owners import library_owners
 from containers.resolve import check_config
 from containers.sources import Opened, open_source
 from containers.verify import KINDS, Coverage, PackageCheck, verify_files
-from containers.walk import Layer, walk
+from containers.walk import Layer, LayerRead, walk
 
 # progress(event, layer_index, done_bytes, total_bytes); event: "start", "advance", "end"
 Progress = Callable[[str, int, int, int | None], None]
@@ -205,33 +206,43 @@ def scan_opened(
                 created=str(h.get("created", "")),
             )
         )
+    for i, desc in enumerate(r.layers):  # before any byte is read
+        check_layer_type(desc.media_type, f"{opened.source}: layer {i}")
     history = DbHistory()
     py_history = PythonHistory()
     hasher = MemberDigester() if verify else None
     databases: set[str] = set()  # the OS package databases the layers so far hold
+    notes: list[str] = []
 
-    def on_layer(index: int, stream: Decompressed, staged: dict[str, bytes]) -> None:
-        got = stream.diff_id()
-        if got != diff_ids[index]:
+    def on_layer(index: int, read: LayerRead, staged: dict[str, bytes]) -> None:
+        if read.diff_id != diff_ids[index]:
             raise ImageError(
                 f"{opened.source}: layer {index}: DiffID mismatch: config says "
-                f"{diff_ids[index]}, content is {got}"
+                f"{diff_ids[index]}, content is {read.diff_id}"
             )
-        infos[index].compression = stream.compression
+        infos[index].compression = read.compression
+        note = compression_note(r.layers[index].media_type, read.compression,
+                                f"{opened.source}: layer {index}")
+        if note:
+            notes.append(note)
         history.on_layer(index, staged)
         py_history.on_layer(index, staged)
         if hasher is not None:
             databases.update(databases_in(staged))
             hasher.narrow(databases)
         if progress is not None:
-            progress("end", index, stream.compressed, r.layers[index].size)
+            progress("end", index, read.compressed, r.layers[index].size)
 
     def layer_list():
+        listed = Counter(d.digest for d in r.layers)  # a blob listed twice is read once
+        last = {d.digest: i for i, d in enumerate(r.layers)}
         for i, desc in enumerate(r.layers):
             what = f"{opened.source}: layer {i} ({desc.digest[:19]})"
             if progress is not None:
                 progress("start", i, 0, desc.size)
-            yield Layer(i, what, lambda d=desc, w=what: opened.blobs.open(d.digest, d.size, w))
+            key = desc.digest if listed[desc.digest] > 1 else None
+            yield Layer(i, what, lambda d=desc, w=what: opened.blobs.open(d.digest, d.size, w),
+                        key, last[desc.digest] == i)
 
     on_bytes = None
     if progress is not None:
@@ -246,7 +257,7 @@ def scan_opened(
         on_bytes=on_bytes,
         hash_files=hasher or False,
     )
-    warnings = list(opened.notes) + view.warnings
+    warnings = list(opened.notes) + notes + view.warnings
     os_sec, parsed = os_section(view, history)
     machine = r.platform.split("/")
     os_sec["system"] = machine[0] if machine else ""

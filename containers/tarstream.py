@@ -228,8 +228,32 @@ class Body:
             raise ImageError(f"{self._what}: truncated tar stream in {self._path!r}")
 
 
+TAIL_CHUNK = 1 << 20
+
+
+def _check_end(buf: _Buffer, what: str) -> None:
+    """After the end-of-archive block, nothing but NUL padding to the end of the stream.
+
+    Tar readers stop at that block, but GNU `tar -i` (--ignore-zeros) reads on: members
+    after it (in a second gzip member, or after the zeros) would be extracted by it, and
+    hashed into the layer's digest, yet never seen by the catalogers or file verification.
+    """
+    past = 0
+    while True:
+        data = buf.read(TAIL_CHUNK)
+        if data.strip(b"\0"):
+            at = past + len(data) - len(data.lstrip(b"\0"))
+            raise ImageError(f"{what}: data {at} bytes after the tar's end-of-archive block "
+                             "(`tar -i` would read members there that verification never "
+                             "saw); refused")
+        if len(data) < TAIL_CHUNK:
+            return
+        past += len(data)
+
+
 def entries(chunk: Callable[[], bytes], what: str) -> Iterator[tuple[Entry, Body]]:
-    """Yield (entry, body) in archive order; bodies not read are skipped.
+    """Yield (entry, body) in archive order; bodies not read are skipped. The stream must
+    end with the end-of-archive block and NUL padding only (`_check_end`).
 
     body() returns the whole body (the caller bounds sizes before asking); body.feed(sink)
     streams it.
@@ -245,7 +269,8 @@ def entries(chunk: Callable[[], bytes], what: str) -> Iterator[tuple[Entry, Body
         if len(header) < BLOCK:
             raise ImageError(f"{what}: truncated tar header")
         if header == b"\0" * BLOCK:
-            return  # end-of-archive; the caller drains the rest for the digest check
+            _check_end(buf, what)
+            return
         stored = _number(header[148:156], what)
         computed = sum(header[:148]) + sum(header[156:]) + 8 * 32
         if stored != computed:

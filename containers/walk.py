@@ -6,12 +6,19 @@ image root). Each layer's whiteouts (`.wh.NAME`, and the opaque marker `.wh..wh.
 delete what lower layers put there; entries of the same layer are staged apart and merged
 after the deletions, so an opaque directory is applied before its siblings whatever the
 order inside the tar. Memory holds only the wanted files and the symlinks.
+
+A layer blob the image lists more than once is read once (issue #30: one layer listed
+100,000 times made every command read it 100,000 times). A later listing re-applies what
+that read staged, with the layer's paths checked again against the view at that point (a
+symlink laid by a layer in between could now lead a path out of the root), so the view is
+the one applying every listing in order would give.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from containers.decompress import Decompressed, Reader
 from containers.errors import ImageError
@@ -44,6 +51,34 @@ class Layer:
     index: int
     what: str  # for messages: "layer 3 (sha256:...)"
     open: Callable[[], Reader]  # a verifying reader over the blob
+    key: str | None = None  # the blob's digest, when the image lists it more than once
+    last: bool = True  # no later listing of `key` follows: its read may be dropped
+
+
+@dataclass(frozen=True)
+class LayerRead:
+    """What reading a layer's blob found; the same for every listing of the blob."""
+
+    diff_id: str
+    compression: str  # sniffed from the bytes: "gzip", "zstd" or "none"
+    compressed: int  # bytes of the blob read
+
+
+# on_layer(index, read, staged_files): after each listing, DiffID known, digest verified
+OnLayer = Callable[[int, LayerRead, dict[str, bytes]], None]
+
+
+class Staged(NamedTuple):
+    """What one layer blob holds, staged apart from the view until it is merged."""
+
+    files: dict[str, bytes]  # wanted files' bytes
+    names: set[str]  # name-only wanted files
+    links: dict[str, str]  # symlinks
+    regular: set[str]  # every regular file (it hides a lower symlink or file)
+    whiteouts: set[str]
+    opaque: set[str]
+    hashed: dict[str, FileDigest]  # file digests (when the walk hashes files)
+    nested: list[str]  # paths with a parent: what a later listing checks again
 
 
 @dataclass
@@ -167,38 +202,57 @@ def _delete_in(view: FileView, whiteouts: set[str], opaque: set[str]) -> None:
 def walk(
     layers: Iterable[Layer],
     wants: Wants,
-    on_layer: Callable[[int, Decompressed, dict[str, bytes]], None] | None = None,
+    on_layer: OnLayer | None = None,
     on_bytes: Callable[[int, int], None] | None = None,
     hash_files: bool | MemberDigester = False,
 ) -> FileView:
-    """Stream every layer once; returns the final view of wanted files.
+    """Stream every layer blob once; returns the final view of wanted files.
 
-    on_layer(index, stream, staged_files) runs after each layer (DiffID known, digest
-    verified); on_bytes(index, compressed_bytes_so_far) feeds a progress bar. hash_files:
-    every regular file's body is also hashed as it streams past (`FileView.digests`), by
-    the MemberDigester given (whose algorithms the caller may change between layers).
+    on_layer runs after each listing; on_bytes(index, compressed_bytes_so_far) feeds a
+    progress bar. hash_files: every regular file's body is also hashed as it streams past
+    (`FileView.digests`), by the MemberDigester given (whose algorithms the caller may change
+    between layers).
     """
     view = FileView()
     hasher = hash_files if isinstance(hash_files, MemberDigester) else (
         MemberDigester() if hash_files else None)
+    kept: dict[str, tuple[Staged, LayerRead]] = {}  # blob digest -> what its read found
     try:
         for layer in layers:
-            _walk_layer(view, layer, wants, on_layer, on_bytes, hasher)
+            done = kept.pop(layer.key, None) if layer.key else None
+            if done is None:
+                staged, read = _read_blob(view, layer, wants, on_bytes, hasher)
+            else:
+                staged, read = _again(view, layer, done[0]), done[1]
+            if layer.key and not layer.last:
+                kept[layer.key] = (staged, read)
+            _merge(view, staged, layer.index)
+            if on_layer is not None:
+                on_layer(layer.index, read, staged.files)
     finally:
         if hasher is not None:
             hasher.close()
     return view
 
 
-def _walk_layer(
+def _again(view: FileView, layer: Layer, staged: Staged) -> Staged:
+    """A blob's staged entries applied again as `layer`: its paths checked against the view
+    as it is now, its file digests (taken with the algorithms of its first read)
+    relabelled to this listing."""
+    for path in staged.nested:  # the blob's own links were judged in order when it was read
+        _check_through_links(view, layer.what, path, {})
+    return staged._replace(hashed={p: d._replace(layer=layer.index)
+                                   for p, d in staged.hashed.items()})
+
+
+def _read_blob(
     view: FileView,
     layer: Layer,
     wants: Wants,
-    on_layer: Callable[[int, Decompressed, dict[str, bytes]], None] | None,
     on_bytes: Callable[[int, int], None] | None,
     hasher: MemberDigester | None,
-) -> None:
-    """Stream one layer and merge what it staged into the view."""
+) -> tuple[Staged, LayerRead]:
+    """Stream one layer blob: what it stages, and what its read found."""
     raw = layer.open()
     stream = Decompressed(raw, layer.what)
 
@@ -211,23 +265,21 @@ def _walk_layer(
     try:
         staged = _read_layer(layer, chunk, wants, view, hasher)
         if hasher is not None:
-            hasher.settle(staged[-1])
+            hasher.settle(staged.hashed)
         stream.drain()
         # the verifying reader raises here if the blob's bytes do not match its digest
         drain = getattr(raw, "drain", None)
         if drain is not None:
             drain()
-        stream.diff_id()  # before close() stops the hashing threads
+        read = LayerRead(stream.diff_id(), stream.compression, stream.compressed)
     finally:
-        stream.close()
-    _merge(view, staged, layer.index)
-    if on_layer is not None:
-        on_layer(layer.index, stream, staged[0])
+        stream.close()  # after diff_id(): it stops the hashing threads
+    return staged, read
 
 
-def _merge(view: FileView, staged: tuple, idx: int) -> None:
+def _merge(view: FileView, staged: Staged, idx: int) -> None:
     """Apply one layer's deletions, then its entries, to the view."""
-    staged_files, staged_names, staged_links, regular, whiteouts, opaque, hashed = staged
+    staged_files, staged_names, staged_links, regular, whiteouts, opaque, hashed, _ = staged
     _delete(view, whiteouts, opaque, idx)
     for path in staged_files:
         view.links.pop(path, None)
@@ -266,6 +318,12 @@ def _check_name(view: FileView, what: str, entry: Entry, links: dict[str, str]) 
         view.warn(f"{what}: absolute member name /{path} (read as relative to the root)")
     if entry.undecodable:
         view.warn(f"{what}: member name {path!r} is not UTF-8 (shown with \\x escapes)")
+    _check_through_links(view, what, path, links)
+
+
+def _check_through_links(view: FileView, what: str, path: str, links: dict[str, str]) -> None:
+    """A member at `path` written through a symlink (this layer's `links`, or the view's):
+    refused if that leaves the image root, else warned about."""
     if not (links or view.links) or "/" not in path:
         return
     pos = path.find("/")
@@ -290,7 +348,7 @@ def _read_layer(
     wants: Wants,
     view: FileView,
     hasher: MemberDigester | None,
-):
+) -> Staged:
     """One layer's staged entries; the digest checks run when its stream is drained."""
     staged_files: dict[str, bytes] = {}
     staged_names: set[str] = set()
@@ -299,6 +357,7 @@ def _read_layer(
     whiteouts: set[str] = set()
     opaque: set[str] = set()
     hashed: dict[str, FileDigest] = {}
+    nested: list[str] = []  # paths with a parent: what a later listing checks again
     idx = layer.index
     staged_bytes = 0
     for entry, read_body in entries(chunk, layer.what):
@@ -320,6 +379,8 @@ def _read_layer(
         if entry.type in (CHARDEV, BLOCKDEV):
             raise ImageError(f"{layer.what}: device file refused: /{path}")
         _check_name(view, layer.what, entry, staged_links)
+        if "/" in path:
+            nested.append(path)
         # anything written here replaces what lower layers (or this one) had at `path`
         staged_links.pop(path, None)
         staged_bytes -= len(staged_files.pop(path, b""))
@@ -372,4 +433,5 @@ def _read_layer(
         if view.retained + staged_bytes > MAX_RETAINED:
             raise ImageError(f"{layer.what}: package metadata over {MAX_RETAINED >> 20} MiB "
                              "in memory; refused")
-    return staged_files, staged_names, staged_links, regular, whiteouts, opaque, hashed
+    return Staged(staged_files, staged_names, staged_links, regular, whiteouts, opaque, hashed,
+                  nested)

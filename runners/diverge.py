@@ -1,9 +1,12 @@
 """Divergence: reference vs candidate on the same token ids.
 
-Per position: top-1 agreement, the reference's top-1 margin, KL both ways over the full
-vocabulary (or the truncated estimate with a residual bucket, disclosed), Delta-p of the actual
-next token. Then the first disagreement, clusters mapped to text, percentiles and
-block-bootstrap confidence intervals, and the self-KL floor of the storage format.
+Per position: top-1 agreement, the reference's top-1 margin and top-1 probability, KL both
+ways over the full vocabulary (or the truncated estimate with a residual bucket, disclosed),
+Delta-p and the log-probabilities of the actual next token, the ordered top-10 lists. Then
+(runners/analysis/summary.py) the first disagreement, clusters mapped to text, llama.cpp's and
+exllamav3's figures with their errors, block-bootstrap confidence intervals, the self-KL floor
+of the storage format, and the noise floor: the reference against a second execution of its
+own configuration (one more reference run; `noise_floor=False` skips it and says so).
 """
 
 from __future__ import annotations
@@ -24,26 +27,23 @@ from provenance.model.disclosure import (
     Positions,
     Truncation,
 )
-from provenance.model.policy import Policy
-from runners.analysis import (
-    block_bootstrap_ci,
-    find_clusters,
-    first_disagreement,
-    percentiles,
-    position_stats,
-    self_kl_floor,
-)
+from provenance.model.errors import ProvError
+from provenance.model.policy import Policy, not_computable
 from runners.analysis.segments import annotate_clusters, by_type, position_segments
+from runners.analysis.summary import NO_REPEAT, analyse, summarise
 from runners.cards import NOT_CALIBRATED, checkpoint, environment, full_vocabulary, text, top_k
 from runners.engines import EngineConfig
 from runners.execute import WorkerRun, execute
-from runners.hidden_analysis import HiddenStateError, analyse_runs, floor_text, is_hidden
+from runners.hidden_analysis import (
+    HiddenStateError,
+    analyse_runs,
+    analysis_device,
+    floor_text,
+    is_hidden,
+)
 from runners.launch import Launcher, standalone
 from runners.prepare import Prepared
 from runners.results import write_result
-
-NEAR_TIE = 0.01  # reference p(top1) - p(top2) below this: a disagreement there is a near-tie
-STORAGE_DTYPE = "float32"
 
 
 @dataclass
@@ -55,58 +55,9 @@ class DivergeOutcome:
     result_path: Path
 
 
-def analyse(ref: np.ndarray, cand: np.ndarray, ids: np.ndarray,
-            decode: Callable[[int, int], str] | None = None, gap: int = 8,
-            boot_block: int = 32) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-    """Summary and per-position arrays for ref/cand scores ([T-1, V]) over ids ([T])."""
-    st = position_stats(ref, cand, np.asarray(ids[1:], dtype=np.int64))
-    arrays = {"ref_top1": st.ref_top1, "cand_top1": st.cand_top1, "margin": st.margin,
-              "kl_ref_cand": st.kl_ref_cand, "kl_cand_ref": st.kl_cand_ref,
-              "delta_p": st.delta_p, "truncated": st.truncated}
-    floor = {"storage_dtype": STORAGE_DTYPE, "ref": self_kl_floor(ref, STORAGE_DTYPE),
-             "cand": self_kl_floor(cand, STORAGE_DTYPE)}
-    return summarise(arrays, ids, floor, decode, gap, boot_block)
-
-
-def summarise(per_position: dict[str, np.ndarray], ids: np.ndarray, floor: dict[str, Any],
-              decode: Callable[[int, int], str] | None = None, gap: int = 8,
-              boot_block: int = 32) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-    """Summary and the result's arrays from per-position values (ref_top1, cand_top1,
-    margin, kl_ref_cand, kl_cand_ref, delta_p, truncated), however they were computed."""
-    p = per_position
-    agree = np.asarray(p["ref_top1"]) == np.asarray(p["cand_top1"])
-    kl_rc, kl_cr, dp = (np.asarray(p[k], dtype=np.float64)
-                        for k in ("kl_ref_cand", "kl_cand_ref", "delta_p"))
-    margin = np.asarray(p["margin"], dtype=np.float64)
-    truncated = np.asarray(p.get("truncated", np.zeros(len(agree), bool)), dtype=bool)
-    first = first_disagreement(agree)
-    clusters = find_clusters(agree, kl_rc, gap=gap, decode=decode)
-    dis = ~agree
-    summary: dict[str, Any] = {
-        "positions": len(agree),
-        "top1_agreement": float(agree.mean()),
-        "disagreements": int(dis.sum()),
-        "near_tie_disagreements": int((dis & (margin < NEAR_TIE)).sum()),
-        "first_disagreement": first,
-        "first_disagreement_text": decode(first + 1, first + 2) if (decode and first is not None)
-        else None,
-        "kl_ref_cand": percentiles(kl_rc),
-        "kl_cand_ref": percentiles(kl_cr),
-        "delta_p": {**percentiles(dp), "rms": float(np.sqrt(np.mean(dp ** 2)))},
-        "ci": {
-            "kl_ref_cand_mean": block_bootstrap_ci(kl_rc, block=boot_block),
-            "top1_agreement": block_bootstrap_ci(agree.astype(np.float64), block=boot_block),
-        },
-        "truncated_positions": int(truncated.sum()),
-        "clusters": [c.to_json() for c in clusters],
-        "self_kl_floor": floor,
-    }
-    arrays = {
-        "ids": np.asarray(ids, dtype=np.int64), "ref_top1": np.asarray(p["ref_top1"]),
-        "cand_top1": np.asarray(p["cand_top1"]), "agree": agree, "margin": margin,
-        "kl_ref_cand": kl_rc, "kl_cand_ref": kl_cr, "delta_p": dp, "truncated": truncated,
-    }
-    return summary, arrays
+REPEAT = "ref_repeat"  # the worker directory of the reference's second execution
+SKIPPED = ("skipped (--no-noise-floor): the reference was executed once, so nothing says "
+           "how far it is from itself")
 
 
 def _diverge_vocab(ref: WorkerRun, cand: WorkerRun, floor: dict[str, Any]) -> Truncation:
@@ -120,8 +71,10 @@ def _diverge_vocab(ref: WorkerRun, cand: WorkerRun, floor: dict[str, Any]) -> Tr
         return full_vocabulary("renormalised in float64")
     ks = [int(k) for r in (ref, cand) if not r.meta["full_vocab"]
           and (k := r.config.get("topk")) is not None]
-    return top_k(True, "KL over ids both engines returned plus one residual-mass bucket "
-                       "(a lower bound of the full KL)", k=min(ks) if ks else None)
+    return top_k(True, "KL over ids both engines returned plus one residual-mass bucket (a "
+                       "lower bound of the full KL: summary.kl_lower_bound); top-K agreement, "
+                       "label-in-top-K and perplexity need entries a side did not return are "
+                       "marked not_computable, never estimated", k=min(ks) if ks else None)
 
 
 def _bootstrap(summary: dict[str, Any]) -> Bootstrap:
@@ -130,40 +83,58 @@ def _bootstrap(summary: dict[str, Any]) -> Bootstrap:
                      resamples=int(ci["n_boot"]), seed=0)
 
 
-def diverge_card(ref: WorkerRun, cand: WorkerRun, prep: Prepared,
-                 summary: dict[str, Any]) -> DisclosureCard:
+AGGREGATION = (
+    "per-position values (kl_ref_cand = KL(P_ref || P_cand), kl_cand_ref = KL(P_cand || "
+    "P_ref), nats; delta_p = p_cand - p_ref of the actual next token) over every scored "
+    "position: mean with llama.cpp's standard error sqrt(var / (n - 1)) and a block-bootstrap "
+    "CI; median, max, min and the 99.9/99/95/90/75/25/10/5/1/0.1 percentiles (numpy linear "
+    "interpolation, llama.cpp's); RMS delta-p; llama.cpp's same-top-p with its binomial "
+    "error; exllamav3's top-K agreement (ordered top-K id lists equal, ties by lower id) and "
+    "label-in-top-K for K = 1, 5, 10; KL by the reference's top-1 probability in [0,0.5), "
+    "[0.5,0.9), [0.9,0.99), [0.99,1] (count, share, mean, median); llama.cpp's perplexity "
+    "ratio PPL(cand)/PPL(ref) over the actual next tokens with ln ratio and "
+    "Cor(ln PPL(cand), ln PPL(ref)); the noise floor (the reference against a second "
+    "execution of its own configuration on the same positions: KL both ways, top-1 "
+    "agreement, max |delta logit|, bit-identical positions)")
+
+
+def diverge_card(ref: WorkerRun, cand: WorkerRun, prep: Prepared, summary: dict[str, Any],
+                 repeat: WorkerRun | None = None) -> DisclosureCard:
     floor = summary["self_kl_floor"]
     rule = "every next-token position of one teacher-forced sequence, none skipped"
     if is_hidden(ref):
         rule += (f"; the storage floor on {floor['ref']['rows']} evenly spaced positions "
                  "whose engine logits each run kept")
+    rule += ("; the noise floor on the same positions" if repeat is not None
+             else "; no noise floor (the reference was executed once)")
+    runs = [ref.run_id, cand.run_id] + ([repeat.run_id] if repeat is not None else [])
     return DisclosureCard(
         reference_checkpoint=checkpoint(prep, ref.config.spec),
-        runtime_environment=environment([ref.run_id, cand.run_id],
-                                        {"reference": ref.meta["runtime"],
-                                         "candidate": cand.meta["runtime"]}),
+        runtime_environment=environment(runs, {"reference": ref.meta["runtime"],
+                                               "candidate": cand.meta["runtime"]}),
         evaluation_text=text(prep),
         calibration_data=NOT_CALIBRATED,
         context_lengths=(int(len(prep.ids)),),
         sampled_positions=Positions(count=int(summary["positions"]), rule=rule),
         kl_direction=Direction.BOTH,
         vocabulary_truncation=_diverge_vocab(ref, cand, floor),
-        aggregation=Aggregation(
-            method="per-position values (kl_ref_cand = KL(P_ref || P_cand), kl_cand_ref = "
-                   "KL(P_cand || P_ref), nats); mean, percentiles (numpy linear "
-                   "interpolation) and a block-bootstrap CI of the mean",
-            bootstrap=_bootstrap(summary)),
+        aggregation=Aggregation(method=AGGREGATION, bootstrap=_bootstrap(summary)),
     )
 
 
 def analyse_pair(ref: WorkerRun, cand: WorkerRun, prep: Prepared, workdir: Path, gap: int = 8,
-                 run_dirs: tuple[Path, Path] | None = None
+                 run_dirs: tuple[Path, Path] | None = None, repeat: WorkerRun | None = None,
+                 no_repeat: str = NO_REPEAT
                  ) -> tuple[dict[str, Any], dict[str, np.ndarray], dict[str, Any]]:
     """(summary, arrays, analysis facts): score results on the host as before; hidden-state
     results rebuilt and analysed in chunks (on the GPU when there is one). run_dirs: the
-    workers' output directories (default WORKDIR/ref and WORKDIR/cand)."""
+    workers' output directories (default WORKDIR/ref and WORKDIR/cand). repeat: the
+    reference's second execution, for the noise floor (else `no_repeat` says why not)."""
     if not (is_hidden(ref) or is_hidden(cand)):
-        summary, arrays = analyse(ref.scores, cand.scores, prep.ids, prep.decode, gap=gap)
+        topk = tuple(r.config.get("topk") for r in (ref, cand))
+        summary, arrays = analyse(ref.scores, cand.scores, prep.ids, prep.decode, gap=gap,
+                                  topk=tuple(None if k is None else int(k) for k in topk),
+                                  repeat=None if repeat is None else repeat.scores)
         if ref.final_hidden is not None:
             # post-norm hidden states + output-head digest: full logits can be rebuilt later
             arrays["ref_final_hidden"] = ref.final_hidden
@@ -172,8 +143,15 @@ def analyse_pair(ref: WorkerRun, cand: WorkerRun, prep: Prepared, workdir: Path,
         if not is_hidden(ref):
             raise HiddenStateError("one run stored hidden states, the other logits: rerun "
                                    "both with the same store= option")
-        per_position, floor, facts = analyse_runs(ref, cand, prep, workdir, run_dirs)
-        summary, arrays = summarise(per_position, prep.ids, floor, prep.decode, gap)
+        per_position, floor, facts, noise = analyse_runs(ref, cand, prep, workdir, run_dirs,
+                                                         repeat)
+        summary, arrays = summarise(per_position, prep.ids, floor, prep.decode, gap,
+                                    noise=noise,
+                                    vocab=int(ref.meta["storage"]["head"]["shape"][0]))
+    if repeat is None:
+        summary["noise_floor"] = not_computable(no_repeat)
+    else:
+        summary["noise_floor"]["repeat_run"] = repeat.run_id
     add_segments(summary, arrays, prep)
     return summary, arrays, facts
 
@@ -194,24 +172,56 @@ def add_segments(summary: dict[str, Any], arrays: dict[str, np.ndarray],
                            summary["clusters"])}
 
 
+Check = Callable[[WorkerRun, WorkerRun], dict]
+
+
 def run_diverge(ref_cfg: EngineConfig, cand_cfg: EngineConfig, prep: Prepared, workdir: Path,
                 result: Path, block: int = 256, launcher: Launcher = standalone,
-                gap: int = 8, check: Callable[[WorkerRun, WorkerRun], dict] | None = None,
-                policy: Policy | None = None) -> DivergeOutcome:
-    """Run both, let `check` (the gate) refuse before any figure is computed, then analyse."""
+                gap: int = 8, check: Check | None = None, policy: Policy | None = None,
+                noise_floor: bool = True, repeat_check: Check | None = None) -> DivergeOutcome:
+    """Run both, let `check` (the gate) refuse before any figure is computed, then analyse.
+
+    noise_floor: execute the reference configuration a second time (after the gate passed
+    the pair: a refused pair costs no repeat) and measure it against the first on the same
+    positions; `repeat_check` (the gate with nothing declared) must find the two runs
+    comparable, since nothing may differ between two executions of one configuration."""
     ref = execute(ref_cfg, prep, workdir, "ref", block, launcher)
     cand = execute(cand_cfg, prep, workdir, "cand", block, launcher)
     t0 = time.perf_counter()
     comparison = check(ref, cand) if check else {"gate": "not run (standalone)"}
+    gate_s = time.perf_counter() - t0
+    repeat, comparison_repeat = None, None
+    if noise_floor:
+        if is_hidden(ref):
+            analysis_device()  # an analysis that cannot run refuses before the repeat runs
+        repeat = execute(ref_cfg, prep, workdir, REPEAT, block, launcher)
+        t0 = time.perf_counter()
+        comparison_repeat = _repeat_gate(repeat_check, ref, repeat)
+        gate_s += time.perf_counter() - t0
     t1 = time.perf_counter()
-    summary, arrays, facts = analyse_pair(ref, cand, prep, workdir, gap)
-    timings = {"gate_seconds": round(t1 - t0, 3),
+    summary, arrays, facts = analyse_pair(ref, cand, prep, workdir, gap, repeat=repeat,
+                                          no_repeat=SKIPPED)
+    timings = {"gate_seconds": round(gate_s, 3),
                "analysis_seconds": round(time.perf_counter() - t1, 3),
-               "workers": [ref.meta.get("timings") or {}, cand.meta.get("timings") or {}]}
+               "workers": [r.meta.get("timings") or {} for r in (ref, cand, repeat) if r]}
     meta = {**diverge_meta(ref, cand, prep, comparison, summary, facts), "timings": timings}
-    path = write_result(result, "diverge", meta, arrays, diverge_card(ref, cand, prep, summary),
-                        policy)
+    if repeat is not None:
+        meta["runs"]["reference_repeat"] = repeat.run_id
+        meta["comparison_repeat"] = comparison_repeat
+    card = diverge_card(ref, cand, prep, summary, repeat)
+    path = write_result(result, "diverge", meta, arrays, card, policy)
     return DivergeOutcome(summary, arrays, ref, cand, path)
+
+
+def _repeat_gate(check: Check | None, ref: WorkerRun, repeat: WorkerRun) -> dict[str, Any]:
+    """The gate between the reference and its repeat: one configuration, nothing declared."""
+    if check is None:
+        return {"gate": "not run (standalone)"}
+    try:
+        return check(ref, repeat)
+    except ProvError as exc:
+        raise ProvError(f"noise floor: the reference's second execution is not comparable "
+                        f"with its first: {exc}", exc.exit_code) from exc
 
 
 def diverge_meta(ref: WorkerRun, cand: WorkerRun, prep: Prepared, comparison: dict,

@@ -101,26 +101,26 @@ def _tensor(raw: np.ndarray, dtype: str, device: str):
 
 
 def analyse_runs(ref: WorkerRun, cand: WorkerRun, prep: Prepared, workdir: Path,
-                 run_dirs: tuple[Path, Path] | None = None
-                 ) -> tuple[dict[str, np.ndarray], dict[str, Any], dict[str, Any]]:
-    """(per-position arrays, self_kl_floor for the summary, analysis facts). run_dirs: the
-    two workers' output directories (default WORKDIR/ref, WORKDIR/cand); per-position
-    results go to WORKDIR/positions."""
+                 run_dirs: tuple[Path, Path] | None = None, repeat: WorkerRun | None = None
+                 ) -> tuple[dict[str, np.ndarray], dict[str, Any], dict[str, Any],
+                            dict[str, Any] | None]:
+    """(per-position arrays, self_kl_floor for the summary, analysis facts, the noise floor
+    against `repeat` or None). run_dirs: the two workers' output directories (default
+    WORKDIR/ref, WORKDIR/cand); per-position results go to WORKDIR/positions."""
     from runners.gpu.rebuild import analyse_hidden
 
     st = _storage(ref, cand)
     dtype, head_info = st["hidden_dtype"], st["head"]
     device = analysis_device()
-    head = load_head(prep.model, head_info["tensor"], head_info["dtype"],
-                        head_info["sha256"])
+    head = _tensor(load_head(prep.model, head_info["tensor"], head_info["dtype"],
+                             head_info["sha256"]), head_info["dtype"], device)
     samples = {}
     dirs = run_dirs or (Path(workdir) / "ref", Path(workdir) / "cand")
     for side, d in zip(("ref", "cand"), dirs, strict=True):
         rows, raw = _sample(d)
         samples[side] = (rows, hs.to_float32(raw, head_info["dtype"]))
     res = analyse_hidden(_tensor(ref.final_hidden, dtype, device),
-                         _tensor(cand.final_hidden, dtype, device),
-                         _tensor(head, head_info["dtype"], device), prep.ids[1:],
+                         _tensor(cand.final_hidden, dtype, device), head, prep.ids[1:],
                          Path(workdir) / "positions", samples)
     kernel = "runners/gpu/kernels.py:stats_online_kernel (fp32)" if res.fused \
         else "numpy float64 (runners/analysis/kl.py)"
@@ -132,7 +132,36 @@ def analyse_runs(ref: WorkerRun, cand: WorkerRun, prep: Prepared, workdir: Path,
     facts = {"device": res.device, "chunk_rows": res.chunk_rows, "seconds": res.seconds,
              "kernel": kernel,
              "head": head_info, "hidden_shape": st["hidden_shape"]}
-    return res.arrays, floor, facts
+    noise = None
+    if repeat is not None:
+        _storage(ref, repeat)
+        noise = noise_floor_hidden(ref.final_hidden, repeat.final_hidden, head, dtype, device,
+                                   np.asarray(prep.ids[1:]), Path(workdir) / "positions-noise")
+    return res.arrays, floor, facts, noise
+
+
+def noise_floor_hidden(ref_raw: np.ndarray, rep_raw: np.ndarray, head, dtype: str,
+                       device: str, next_ids: np.ndarray, out_dir: Path) -> dict[str, Any]:
+    """The noise floor of a hidden-state reference: rows whose stored hidden states are
+    bit-identical give bit-identical logits (the same matmul on the same device) and count
+    0; the others are rebuilt and analysed like the divergence, with max |delta logit|."""
+    from runners.analysis.noise import floor_figures, same_rows
+    from runners.gpu.rebuild import DELTA_FIELD, analyse_hidden
+
+    same = same_rows(ref_raw, rep_raw)
+    diff = np.flatnonzero(~same)
+    rc = cr = delta = np.zeros(0)
+    agree = np.zeros(0, dtype=bool)
+    if len(diff):
+        res = analyse_hidden(_tensor(ref_raw[diff], dtype, device),
+                             _tensor(rep_raw[diff], dtype, device), head, next_ids[diff],
+                             out_dir, logit_delta=True)
+        a = res.arrays
+        rc, cr, delta = a["kl_ref_cand"], a["kl_cand_ref"], a[DELTA_FIELD]
+        agree = np.asarray(a["ref_top1"]) == np.asarray(a["cand_top1"])
+    return floor_figures(same, rc, cr, agree, delta,
+                         f"the stored {dtype} final hidden states, bit for bit; where they "
+                         "differ, the logits rebuilt from them")
 
 
 def floor_text(floor: dict[str, Any]) -> str:

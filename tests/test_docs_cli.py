@@ -53,7 +53,7 @@ def _usage(name: str, params: list[Any]) -> str:
 
 def _default(param: Any) -> str:
     if param.is_flag:
-        return "off"
+        return "on" if param.default is True else "off"
     value = param.default
     if callable(value) or value in (None, [], ()):
         return "–"

@@ -170,6 +170,7 @@ def _load_run(work: Path, result: Path):
 
 def pairs(work: Path, results: Path, backends: list[str], model: Path, tokens: int,
           deadline: float) -> dict:
+    import runners.analysis.summary as rs
     import runners.diverge as rd
     from provenance.cli.gating import gate_check as _gate
     from provenance.model.errors import ProvError
@@ -179,9 +180,9 @@ def pairs(work: Path, results: Path, backends: list[str], model: Path, tokens: i
 
     # The storage self-KL floor depends on one run's scores only: compute it once per run,
     # not once per pair (each call is several full float64 passes over 16k x vocab).
-    floor = rd.self_kl_floor
+    floor = rs.self_kl_floor
     memo: dict = {}
-    rd.self_kl_floor = lambda scores, dtype: memo.setdefault(
+    rs.self_kl_floor = lambda scores, dtype: memo.setdefault(
         (id(scores), dtype), floor(scores, dtype))
     prep = prepare(model, model / "eval.txt", tokens)
     runs = {}

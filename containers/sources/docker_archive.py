@@ -14,6 +14,7 @@ from typing import Any
 from containers import jsondoc
 from containers.digest import VerifyingReader, sha256_of
 from containers.errors import ImageError
+from containers.limits import MAX_LAYERS, check_count
 from containers.resolve import (
     DOCKER_MANIFEST,
     Descriptor,
@@ -105,6 +106,7 @@ def _open(source: str, tree: Tree, platform: str | None, tag: str | None) -> Ope
     layer_names = entry.get("Layers")
     if not isinstance(config_name, str) or not isinstance(layer_names, list):
         raise ImageError(f"{source}: manifest.json entry lacks Config or Layers")
+    check_count(len(layer_names), MAX_LAYERS, f"{source}: manifest.json Layers")
     if not all(isinstance(n, str) for n in layer_names):
         raise ImageError(f"{source}: manifest.json Layers must be file names")
     config_bytes = tree.read(config_name)

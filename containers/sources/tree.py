@@ -36,7 +36,11 @@ class Tree:
             for member in self._tar:
                 name = normalize(member.name, what)
                 self._members[name] = member
+                if len(self._members) > MAX_MEMBERS:
+                    raise ImageError(f"{what}: more than {MAX_MEMBERS} members in the "
+                                     "archive; refused")
             self._tar.members = []  # the index above is all we keep
+            _check_tail(path, self._tar.offset + tarfile.BLOCKSIZE, what)
         except (tarfile.TarError, EOFError, OSError) as exc:
             raise ImageError(f"{what}: not a readable tar: {exc}") from exc
 
@@ -105,6 +109,20 @@ class Tree:
             raise ImageError(f"{self.what}: {name} larger than {limit} bytes; refused")
         with self.open(name) as fh:
             return fh.read(limit + 1)
+
+
+MAX_MEMBERS = 100_000  # an image archive holds a few files per layer and blob
+
+
+def _check_tail(path: Path, end: int, what: str) -> None:
+    """Nothing but NUL padding after the archive's end-of-archive block (what `tar -i`
+    would read on into, and no digest covers)."""
+    with open(path, "rb") as fh:
+        fh.seek(end)
+        while data := fh.read(1 << 20):
+            if data.strip(b"\0"):
+                raise ImageError(f"{what}: data after the archive's end-of-archive block; "
+                                 "refused")
 
 
 class _Range:

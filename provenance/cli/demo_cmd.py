@@ -63,7 +63,8 @@ def demo(
             cand = api.EngineConfig.parse(f"transformers:attn=sdpa,dtype={dtype}")
             div = api.run_diverge(ref, cand, prep, res_dir / f".work-{dtype}",
                                   res_dir / f"diverge-eager-sdpa-{dtype}", launcher=launcher,
-                                  check=gate_check(["attention-backend"], store))
+                                  check=gate_check(["attention-backend"], store),
+                                  repeat_check=gate_check([], store))
             if not as_json:
                 render_diverge(div.summary, ref.spec, cand.spec, div.result_path, con)
             s = div.summary
@@ -71,6 +72,7 @@ def demo(
                 "top1_agreement": s["top1_agreement"], "first_disagreement":
                 s["first_disagreement"], "mean_kl": s["kl_ref_cand"]["mean"],
                 "max_kl": s["kl_ref_cand"]["max"], "clusters": len(s["clusters"]),
+                "noise_floor_max_kl": s["noise_floor"]["kl_ref_cand"]["max"],
                 "result": str(div.result_path)}
     except (api.LaunchError, api.EngineError, api.DisclosureError) as exc:
         raise ProvError(str(exc), 3) from exc

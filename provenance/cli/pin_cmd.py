@@ -74,12 +74,14 @@ def pin(
 
         print_json(summary)
         return
+    from rich.markup import escape
+
     from provenance.cli.output import console
 
     con = console()
     for label in ("reference", "index_digest", "manifest_digest", "config_digest", "layers"):
         if summary.get(label) is not None:
-            con.print(f"[bold]{label:>16}[/bold]  {summary[label]}")
+            con.print(f"[bold]{label:>16}[/bold]  {escape(str(summary[label]))}")
     con.print(f"[bold]{'packages':>16}[/bold]  {summary['packages']}")
     con.print(f"[bold]{'files':>16}[/bold]  {_files_line(summary['files'])}")
     if coverage is not None:
@@ -91,8 +93,8 @@ def pin(
             "is not the registry's; the config digest is the anchor"
         )
     for w in scan.warnings:
-        con.print(f"[yellow]         warning[/yellow]  {w}")
-    con.print(f"[bold]{'written':>16}[/bold]  {out}")
+        con.print(f"[yellow]         warning[/yellow]  {escape(w)}")  # image text: no markup
+    con.print(f"[bold]{'written':>16}[/bold]  {escape(str(out))}")
 
 
 def _files_summary(files: dict[str, Any]) -> dict[str, int]:
@@ -126,6 +128,8 @@ _SHOWN = 20  # findings printed; the lock holds them all
 
 def _print_findings(con, files: dict[str, Any]) -> None:
     """One line per finding (package, path, kind and why), the first _SHOWN of them."""
+    from rich.markup import escape
+
     from containers import KINDS
     from provenance.cli.verify_image import finding_text
 
@@ -138,6 +142,7 @@ def _print_findings(con, files: dict[str, Any]) -> None:
     ]
     for key, kind, issue in found[:_SHOWN]:
         why = finding_text(kind, issue.get("layer"), issue.get("installed"), issue.get("other"))
-        con.print(f"{'':>16}  [bold]{key}[/bold] {issue['path']}: {why}")
+        con.print(f"{'':>16}  [bold]{escape(key)}[/bold] {escape(issue['path'])}: {escape(why)}")
     if len(found) > _SHOWN:
-        con.print(f"{'':>16}  ... and {len(found) - _SHOWN} more (all in the lock's [files])")
+        con.print(f"{'':>16}  ... and {len(found) - _SHOWN} more (all in the lock's "
+                  "\\[files])")

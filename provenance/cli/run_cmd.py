@@ -17,10 +17,8 @@ from provenance.cli.gating import (
     default_out,
     gate_check,
     launcher,
-    policy_exit,
     read_policy,
     recorded_policy,
-    refused_under,
     render_policy,
 )
 from provenance.model.errors import ProvError
@@ -67,27 +65,13 @@ def render_repeat(verdict: dict[str, Any], spec: str, runs: int, path: Path, con
 def render_diverge(summary: dict[str, Any], ref: str, cand: str, path: Path, con) -> None:
     from rich.table import Table
 
-    from provenance.report import storage_floor_text
+    from provenance.report import figure_rows
 
     t = Table(title=f"divergence: {ref}  vs  {cand}")
     t.add_column("figure")
     t.add_column("value", justify="right")
-    ci = summary["ci"]
-    t.add_row("positions", str(summary["positions"]))
-    t.add_row("top-1 agreement", f"{summary['top1_agreement']:.4%}  "
-              f"[{ci['top1_agreement']['lo']:.4%}, {ci['top1_agreement']['hi']:.4%}]")
-    t.add_row("disagreements (near-ties)",
-              f"{summary['disagreements']} ({summary['near_tie_disagreements']})")
-    t.add_row("first disagreement", str(summary["first_disagreement"]))
-    kl = summary["kl_ref_cand"]
-    t.add_row("mean KL(ref||cand)", f"{kl['mean']:.3e}  [{ci['kl_ref_cand_mean']['lo']:.3e}, "
-              f"{ci['kl_ref_cand_mean']['hi']:.3e}]")
-    for p in ("max", "p99.9", "p99", "p95", "p90", "p50"):
-        t.add_row(f"KL(ref||cand) {p}", f"{kl[p]:.3e}")
-    t.add_row("mean KL(cand||ref)", f"{summary['kl_cand_ref']['mean']:.3e}")
-    t.add_row("RMS delta-p", f"{summary['delta_p']['rms']:.3e}")
-    t.add_row("self-KL floor (storage)", storage_floor_text(summary["self_kl_floor"]))
-    t.add_row("clusters", str(len(summary["clusters"])))
+    for label, value in figure_rows(summary):
+        t.add_row(label, value)
     t.add_row("result", str(path))
     con.print(t)
     if summary["clusters"]:
@@ -151,6 +135,11 @@ def diverge(
     policy: Path = typer.Option(None, "--policy", help="acceptance policy (TOML [[check]] "
                                 "tables); the exit status is its verdict: PASS 0, FAIL 1, "
                                 "NOT_COMPARABLE 3, NOT_EVALUATED 5"),
+    noise_floor: bool = typer.Option(True, "--noise-floor/--no-noise-floor",
+                                     help="execute the reference a second time and measure it "
+                                     "against itself (one more reference run); "
+                                     "--no-noise-floor skips it and marks summary.noise_floor "
+                                     "not computable"),
     as_json: bool = typer.Option(False, "--json", help="print the summary as JSON"),
     standalone: bool = typer.Option(False, "--standalone",
                                     help="plain child processes: no run records, no gate"),
@@ -159,9 +148,11 @@ def diverge(
 
     Each engine run goes through the `prov exec` supervisor; the two runs must pass the
     comparison gate (anything that differs must be declared with --vary, e.g.
-    --vary attention-backend) before any figure is computed.
+    --vary attention-backend) before any figure is computed. The noise floor then executes
+    the reference configuration once more, which must pass the gate with nothing declared.
     """
     from provenance.cli.output import console, print_json
+    from provenance.model.policy import policy_exit, refused_under
     from runners import api
 
     pol = read_policy(policy)
@@ -171,7 +162,9 @@ def diverge(
     work = workdir or out.parent / f".{out.name}.work"
     try:
         res = api.run_diverge(ref_cfg, cand_cfg, prep, work, out, launcher=launcher(standalone),
-                              gap=gap, check=gate_check(vary, None, standalone), policy=pol)
+                              gap=gap, check=gate_check(vary, None, standalone), policy=pol,
+                              noise_floor=noise_floor,
+                              repeat_check=gate_check([], None, standalone))
     except (api.LaunchError, api.EngineError, api.DisclosureError, ValueError) as exc:
         raise ProvError(str(exc), 3) from exc
     except ProvError as exc:
@@ -249,6 +242,7 @@ def invariance(
     differ, so the probes proved nothing). With --policy, the policy's verdict decides.
     """
     from provenance.cli.output import console, print_json
+    from provenance.model.policy import policy_exit
     from runners import api
 
     pol = read_policy(policy)

@@ -56,9 +56,7 @@ def verify(
     if bundle_model and (run is not None or signature is not None):
         raise ProvError("with a BUNDLE, --model DIR is checked against the bundle's model; "
                         "--run and --signature check a directory on their own")
-    if not bundle_model and (model is not None or run is not None or signature is not None):
-        if model is None:
-            raise ProvError("--run and --signature check a model directory: give --model DIR")
+    if not bundle_model and model is not None:
         if lock is not None or target is not None:
             raise ProvError("--model is checked against a BUNDLE or on its own, not with --lock")
         from provenance.cli.verify_model import verify_model_command

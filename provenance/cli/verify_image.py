@@ -1,4 +1,5 @@
-"""`prov verify --lock IMAGE-LOCK [SOURCE]`: scan the image and compare it with its lock.
+"""`prov verify --lock IMAGE-LOCK [SOURCE]`: the image checked against its lock
+(`lockfiles.verify_image`), rendered as a table or JSON.
 
 Environment locks (PEP 751 pylock.toml, uv.lock, requirements.txt) are routed by
 `prov verify` to `provenance.cli.lock_cmd` before reaching here; one that does is refused.
@@ -11,36 +12,19 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from lockfiles import PYLOCK_KIND, image_lock, lock_kind
-from provenance.model.errors import EXIT_DIFFERS, EXIT_OK, ProvError
+from lockfiles import image_lock
+from provenance.model.errors import EXIT_DIFFERS, EXIT_OK
 
 
 def verify_image_lock(lock: Path, source: str | None, as_json: bool) -> int:
     """0 when the image matches its lock, 1 when it differs; bad input raises ProvError."""
     from containers import scan_image
-    from provenance.model.inputs import read_text
+    from lockfiles import check_image_lock
 
-    text = read_text(lock, "lock")  # regular files only, bounded, strict UTF-8
-    kind = lock_kind(text, str(lock))
-    if kind == PYLOCK_KIND:
-        raise ProvError(f"{lock}: an environment lock; check it with `prov verify --lock` alone")
-    if kind != image_lock.IMAGE_LOCK_KIND:
-        raise ProvError(f"{lock}: not a lock prov knows (no kind or lock-version)")
-    doc = image_lock.read_lock(text, str(lock))
-    source = source or doc["image"].get("source")
-    if not source:
-        raise ProvError(f"{lock}: no SOURCE given and none recorded in the lock")
-    # a format-1 lock has no file checks to compare: its image is not re-hashed per file
-    # a lock pinned with --all-files recorded the unlisted files: they are compared too
-    all_files = bool((doc.get("coverage") or {}).get("all_files"))
-    scan = scan_image(source, verify_files="files" in doc, all_files=all_files)
-    facts = scan.facts()
-    diffs = image_lock.compare(doc, facts, scan.file_checks())
-    if as_json:
-        _print_json(lock, source, doc, facts, diffs)
-    else:
-        _print_table(lock, source, doc, facts, diffs)
-    return EXIT_DIFFERS if diffs else EXIT_OK
+    check = check_image_lock(lock, source, scan_image)
+    show = _print_json if as_json else _print_table
+    show(lock, check.source, check.lock, check.facts, check.differences)
+    return EXIT_OK if check.match else EXIT_DIFFERS
 
 
 def _print_json(lock: Path, source: str, doc: dict, facts: dict,
@@ -64,21 +48,25 @@ def _print_json(lock: Path, source: str, doc: dict, facts: dict,
 
 def _print_table(lock: Path, source: str, doc: dict, facts: dict,
                  diffs: list[image_lock.Difference]) -> None:
+    from rich.markup import escape
     from rich.table import Table
+    from rich.text import Text
 
     from provenance.cli.output import console
 
-    con = console()
+    con = console()  # what the image or the lock says is text, never markup
     if not diffs:
         con.print(
-            f"[green]matches its lock[/green]: {source} is {facts['image']['config_digest']} "
+            f"[green]matches its lock[/green]: {escape(source)} is "
+            f"{escape(str(facts['image']['config_digest']))} "
             f"({len(doc.get('packages', {}))} packages)"
         )
         return
-    con.print(f"[red]does not match its lock[/red] {lock}: {len(diffs)} difference(s)")
+    con.print(f"[red]does not match its lock[/red] {escape(str(lock))}: {len(diffs)} "
+              "difference(s)")
     for label, image in (("locked", doc["image"]), ("now", facts["image"])):
         for key in ("manifest_digest", "config_digest"):
-            con.print(f"{label:>7} {key:<16} {image.get(key)}")
+            con.print(f"{label:>7} {key:<16} {escape(str(image.get(key)))}")
     table = Table(show_lines=False)
     table.add_column("key", style="bold", overflow="fold")
     table.add_column("change")
@@ -86,15 +74,16 @@ def _print_table(lock: Path, source: str, doc: dict, facts: dict,
     table.add_column("now", overflow="fold")
     for d in diffs:
         if not d.path:
-            table.add_row(d.key, d.change, _text(d.locked), _text(d.now))
+            table.add_row(*(Text(str(v)) for v in (d.key, d.change, _text(d.locked),
+                                                   _text(d.now))))
     if table.row_count:
         con.print(table)
     for d in diffs:
         if d.path:  # one line per file: package, path, kind and why, old and new digests
             why = finding_text(d.change, d.layer, d.installed, d.other)
             con.print(
-                f"[bold]{d.key[len('files.'):]}[/bold] {d.path}: {why} "
-                f"(locked {_text(d.locked) or '-'}, now {_text(d.now) or '-'})"
+                f"[bold]{escape(d.key[len('files.'):])}[/bold] {escape(d.path)}: {escape(why)} "
+                f"(locked {escape(_text(d.locked) or '-')}, now {escape(_text(d.now) or '-')})"
             )
 
 

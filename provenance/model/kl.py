@@ -19,29 +19,45 @@ from typing import Any
 from provenance.model.disclosure import ITEMS, publish_problems
 
 
-def read_json_object(path: Path) -> dict[str, Any] | None:
-    """The file as a JSON object, or None when it is not one (then it declares no KL)."""
-    from provenance.model.inputs import LIMITS, open_input
+def read_json_object(path: Path, name: str | None = None) -> dict[str, Any] | None:
+    """The file as a JSON object, or None when it is not one (then it declares no KL).
+    `name`: what messages call it (a bundle member, not the temp file it was unpacked to)."""
+    from provenance.model.inputs import InputError, shown
+
+    try:
+        return _read_json_object(path)
+    except InputError as exc:
+        if name is None:
+            raise
+        raise InputError(str(exc).replace(shown(path), name)) from None
+
+
+def _read_json_object(path: Path) -> dict[str, Any] | None:
+    from provenance.model.inputs import MAX_JSON_MEMORY, open_input
 
     with open_input(path, "result") as fh:  # a FIFO, a device or a huge file: one line
         data = fh.read(4096)
         if data.lstrip()[:1] != b"{":  # not a JSON object: no need to read the rest
             return None
-        data += fh.read(LIMITS["result"])
+        # a JSON object is parsed whole (it may declare KL): bounded like any JSON document
+        with open_input(path, "result", MAX_JSON_MEMORY // 2) as whole:
+            data = whole.read(MAX_JSON_MEMORY // 2)
     return json_object(data, f"result {path}")
 
 
 def json_object(data: bytes, what: str) -> dict[str, Any] | None:
-    """`data` as a JSON object, or None when it is not one (a CSV, an image)."""
-    from provenance.model.inputs import check_json_depth
+    """`data` as a JSON object, or None when it is not one (a CSV, an image). Too deep or
+    too big is refused, not read as "declares no KL"."""
+    from provenance.model.inputs import check_json_shape, check_text_memory
 
     if data.lstrip()[:1] != b"{":
         return None
+    check_text_memory(data, what)  # before decoding: one emoji widens it all
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         return None
-    check_json_depth(text, what)  # too deep is refused, not "declares no KL"
+    check_json_shape(text, what)
     try:
         doc = json.loads(text)
     except ValueError:

@@ -181,11 +181,11 @@ class Manifest:
 
     @classmethod
     def loads(cls, text: str, origin: str = "manifest", verify: bool = True) -> Manifest:
-        from provenance.model.inputs import InputError, check_json_depth, check_toml_depth
+        from provenance.model.inputs import InputError, check_json_shape, check_toml_depth
 
         stripped = text.lstrip()
         try:  # a 100k-deep document is refused before any recursive parser sees it
-            (check_json_depth if stripped.startswith("{") else check_toml_depth)(text, origin)
+            (check_json_shape if stripped.startswith("{") else check_toml_depth)(text, origin)
         except InputError as exc:
             raise ManifestError(f"corrupted manifest: {exc}") from None
         parse = _parse_json if stripped.startswith("{") else _parse_toml

@@ -1,26 +1,30 @@
 """Bundles as directories or deterministic .tar.gz files, and bounded, streaming extraction.
 
 A bundle archive is untrusted input: it is read once, front to back (`r|gz`), every member's
-size is checked against the bounds from its header before a byte of it is read, only plain
-files and directories with safe, unique names are accepted, and the gzip trailer (CRC-32 and
+size is checked against the bounds from its header before a byte of it is read (bounds.py),
+only plain files and directories with safe, unique names are accepted, nothing but NUL
+padding may follow the tar's end-of-archive block (a second gzip member there would hold
+files `tar -i` extracts and verification never saw), and the gzip trailer (CRC-32 and
 length) is read and checked at the end. A 2 GiB member in a 2 MB archive is refused at its
-header; a deflate error or a bad CRC is a one-line failure.
+header; a deflate error, a bad CRC or trailing data is a one-line failure.
 """
 
 from __future__ import annotations
 
 import gzip
-import io
 import tarfile
 import zlib
 from pathlib import Path, PurePosixPath
 
-from provenance.model.atomic import write_atomic
+from provenance.model.atomic import atomic_open
 from provenance.model.errors import ProvError
+from provenance.publish.bounds import (
+    MAX_MEMBER_BYTES,
+    MAX_MEMBERS,
+    MAX_TOTAL_BYTES,
+    check_size,
+)
 
-MAX_MEMBER_BYTES = 256 << 20  # one result file, run record or SBOM
-MAX_TOTAL_BYTES = 1 << 30  # everything unpacked
-MAX_MEMBERS = 10_000
 _CHUNK = 1 << 20
 
 
@@ -35,9 +39,11 @@ def is_archive(path: str | Path) -> bool:
 
 
 def write_tar_gz(src: Path, out: Path) -> None:
-    """Sorted members, zero mtimes/owners, fixed modes: same bundle, same bytes."""
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
+    """Sorted members, zero mtimes/owners, fixed modes: same bundle, same bytes. Streamed
+    file by file into the archive (memory stays one chunk, whatever the results weigh)."""
+    with (atomic_open(out) as raw,
+          gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, filename="") as gz,
+          tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar):
         for path in sorted(p for p in src.rglob("*")):
             rel = path.relative_to(src).as_posix()
             info = tarfile.TarInfo(rel)
@@ -45,14 +51,10 @@ def write_tar_gz(src: Path, out: Path) -> None:
             if path.is_dir():
                 info.type, info.mode = tarfile.DIRTYPE, 0o755
                 tar.addfile(info)
-            else:
-                data = path.read_bytes()
-                info.size, info.mode = len(data), 0o644
-                tar.addfile(info, io.BytesIO(data))
-    raw = io.BytesIO()
-    with gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, filename="") as gz:
-        gz.write(buf.getvalue())
-    write_atomic(out, raw.getvalue())
+                continue
+            with open(path, "rb") as data:
+                info.size, info.mode = path.stat().st_size, 0o644
+                tar.addfile(info, data)
 
 
 def safe_member_name(name: str) -> str | None:
@@ -71,20 +73,36 @@ def extract_tar_gz(archive: Path, dest: Path, max_member: int = MAX_MEMBER_BYTES
     """Unpack `archive` into `dest` within the bounds; the member file names, in order."""
     names: list[str] = []
     try:
-        with open(archive, "rb") as raw, gzip.GzipFile(fileobj=raw, mode="rb") as gz:
-            with tarfile.open(fileobj=gz, mode="r|") as tar:
-                total = 0
-                for member in tar:
-                    total += _check_member(member, names, max_member, max_total, total)
-                    _unpack(tar, member, dest)
-            while gz.read(_CHUNK):  # the rest, so the gzip trailer (CRC-32, size) is checked
-                pass
+        with (open(archive, "rb") as raw, gzip.GzipFile(fileobj=raw, mode="rb") as gz,
+              tarfile.open(fileobj=gz, mode="r|") as tar):
+            total = 0
+            for member in tar:
+                total += _check_member(member, names, max_member, max_total, total)
+                _unpack(tar, member, dest)
+            _check_end(tar, archive)  # the rest, so the gzip trailer is checked too
     except ProvError:
         raise
     except (tarfile.TarError, OSError, EOFError, zlib.error) as exc:
         first = (str(exc).splitlines() or [type(exc).__name__])[0]
         raise ArchiveError(f"{archive}: not a readable bundle archive ({first})") from None
     return names
+
+
+def _check_end(tar: tarfile.TarFile, archive: Path) -> None:
+    """After the end-of-archive block, only NUL padding, to the end of the last gzip member.
+
+    GNU tar stops at that block too, but `tar -i` (--ignore-zeros) reads on: files in a
+    second gzip member, or after the zeros, would be extracted by it and never verified."""
+    stream = tar.fileobj  # tarfile's own reader: it holds what it read ahead of the block
+    assert stream is not None
+    offset = tar.offset + tarfile.BLOCKSIZE  # the end-of-archive block itself was read
+    while chunk := stream.read(_CHUNK):
+        if chunk.strip(b"\0"):
+            at = offset + len(chunk) - len(chunk.lstrip(b"\0"))
+            raise ArchiveError(f"{archive}: data after the tar's end-of-archive block (byte "
+                               f"{at} of the tar stream): a file hidden there would be read "
+                               "by `tar -i` and never verified; refused")
+        offset += len(chunk)
 
 
 def _check_member(member: tarfile.TarInfo, names: list[str], max_member: int,
@@ -99,6 +117,7 @@ def _check_member(member: tarfile.TarInfo, names: list[str], max_member: int,
         raise ArchiveError(f"bundle member {name}: appears twice")
     if member.size < 0:  # a negative size field would send a reader backwards
         raise ArchiveError(f"bundle member {name}: negative size {member.size}")
+    check_size(name, member.size)  # the attestation and documents: refused unread, exit 2
     if member.size > max_member:
         raise ArchiveError(f"bundle member {name}: {member.size} bytes, over the "
                            f"{max_member}-byte bound for one member")

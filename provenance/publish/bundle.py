@@ -29,11 +29,10 @@ from provenance.model.errors import ProvError
 from provenance.model.inputs import check_output, read_input, shown
 from provenance.model.redact import redact_record, secrets_of_run
 from provenance.publish.archive import is_archive, safe_member_name, write_tar_gz
+from provenance.publish.bounds import SIGNED_NAME, UNSIGNED_NAME, check_size, check_statement
 from provenance.publish.statement import build_statement, descriptor
 from provenance.sbom import PublishedResult, Subject, models_read
 
-SIGNED_NAME = "attestation.dsse.json"
-UNSIGNED_NAME = "attestation.intoto.json"
 SBOM_NAME = "sbom.cdx.json"
 
 
@@ -149,14 +148,12 @@ class _Tree:
         self.names: set[str] = set()
 
     def put(self, rel: str, data: bytes, media: str | None = None) -> dict:
+        check_size(rel, len(data))  # never a bundle that verify would refuse
         self.names.add(rel)
         target = self.root / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)
-        desc = descriptor(rel, sha256_hex(data))
-        if media:
-            desc["mediaType"] = media
-        return desc
+        return descriptor(rel, sha256_hex(data), media_type=media or "")
 
 
 def _byproducts(tree: _Tree, subject: Subject, cards: dict[str, dict],
@@ -246,6 +243,7 @@ def publish(
                                     byproducts[0]["digest"]["sha256"], unrecorded,
                                     models, serial)
         payload = _json_bytes(statement)
+        check_statement(len(payload))
         key_id = None
         if private is not None:
             from provenance.publish.dsse import sign

@@ -10,6 +10,7 @@ from typing import Any
 
 from provenance.model.errors import ProvError
 from provenance.model.inputs import parse_json, read_json, read_text
+from provenance.publish.bounds import MAX_DOCUMENT_BYTES
 
 _MANIFEST_URI = re.compile(r"^manifests/(?P<hex>[0-9a-f]{64})\.json$")
 
@@ -139,7 +140,7 @@ def check_sbom(root: Path, manifest, statement: dict) -> str:
     from provenance.publish.bundle import SBOM_NAME
     from provenance.sbom import Subject, build_bom, render, validate
 
-    text = read_text(root / SBOM_NAME, "sbom")
+    text = read_text(root / SBOM_NAME, "sbom", MAX_DOCUMENT_BYTES)  # bounded in step 1
     validate(text)
     doc = parse_json(text, SBOM_NAME)
     props = {p.get("name"): p.get("value") for p in doc.get("metadata", {}).get("properties", [])}

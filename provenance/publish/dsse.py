@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from provenance.model.errors import ProvError
@@ -77,11 +78,11 @@ def _no_duplicates(pairs: list[tuple[str, object]]) -> dict[str, object]:
 def load_strict_json(data: bytes, what: str) -> object:
     """JSON whose every object has unique keys (a first-wins and a last-wins parser must
     not read two documents out of one), nested at most `json_depth` deep."""
-    from provenance.model.inputs import check_json_depth
+    from provenance.model.inputs import check_json_shape
 
     try:
         text = data.decode("utf-8")
-        check_json_depth(text, what)
+        check_json_shape(text, what)
         return json.loads(text, object_pairs_hook=_no_duplicates)
     except EnvelopeError:
         raise
@@ -91,8 +92,9 @@ def load_strict_json(data: bytes, what: str) -> object:
         raise EnvelopeError(f"{what} is not JSON ({exc})") from None
 
 
-def parse(data: bytes) -> Opened:
-    """Validate the envelope's shape at the edge; nothing is trusted yet."""
+def parse(data: bytes, check_payload: Callable[[int], None] | None = None) -> Opened:
+    """Validate the envelope's shape at the edge; nothing is trusted yet. `check_payload`
+    sees the payload's decoded size before it is decoded (and may refuse it)."""
     if len(data) > MAX_ENVELOPE_BYTES:
         raise EnvelopeError(f"envelope is over {MAX_ENVELOPE_BYTES} bytes")
     doc = load_strict_json(data, "envelope")
@@ -104,7 +106,10 @@ def parse(data: bytes) -> Opened:
     ptype = doc.get("payloadType")
     if not isinstance(ptype, str):
         raise EnvelopeError("envelope has no payloadType")
-    payload = _b64(doc.get("payload"), "payload")
+    encoded = doc.get("payload")
+    if check_payload is not None and isinstance(encoded, str):
+        check_payload(len(encoded) // 4 * 3 - encoded[-2:].count("="))
+    payload = _b64(encoded, "payload")
     sigs = doc.get("signatures")
     if not isinstance(sigs, list) or not sigs:
         raise EnvelopeError("envelope has no signatures")

@@ -5,7 +5,10 @@ nothing else may be there.
 
 Steps (numbered here and in the output, like sigstore-python's verifier):
   1. bundle opened: a directory or .tar.gz (read streaming, within size bounds, gzip CRC
-     checked) of plain files only (no links, devices, duplicates) with one attestation
+     checked, nothing but NUL padding after the tar's end) of plain files only (no links,
+     devices, duplicates) with one attestation; every file within its bound (bounds.py: by
+     size before it is read, each document's parse by the memory estimate), else one line
+     and exit 2
   2. envelope and signature: strict DSSE (unique keys, no unknown fields, canonical
      base64), payloadType, ed25519 over PAE with --key and the keyid it claims; without a
      trusted key this step FAILS unless --no-signature says authenticity is not wanted
@@ -46,6 +49,15 @@ from provenance.model import kl
 from provenance.model.digests import file_sha256, hex_of
 from provenance.model.errors import ProvError
 from provenance.publish.archive import extract_tar_gz, is_archive, safe_member_name
+from provenance.publish.bounds import (
+    MAX_DOCUMENT_BYTES,
+    MAX_MEMBERS,
+    BoundError,
+    bound_of,
+    check_document,
+    check_size,
+    check_statement,
+)
 from provenance.publish.bundle import SBOM_NAME, SIGNED_NAME, UNSIGNED_NAME
 from provenance.publish.statement import PREDICATE_TYPE, STATEMENT_TYPE
 
@@ -131,6 +143,8 @@ def verify_bundle(target: str, key_path: Path | None = None,
             tmp = Path(tempfile.mkdtemp(prefix="prov-verify-"))
             try:
                 extract_tar_gz(root, tmp)
+            except BoundError:
+                raise  # a file over its bound is not read at all: one line, exit 2
             except ProvError as exc:
                 _fail(report.steps[0], str(exc))
             root = tmp
@@ -144,22 +158,26 @@ def verify_bundle(target: str, key_path: Path | None = None,
 
 
 def bundle_files(root: Path) -> list[str]:
-    """Every file under `root`, relative; a link or a non-regular file is refused."""
+    """Every file under `root`, relative; a link or a non-regular file is refused, and so
+    is a file over its bound (BoundError, before it is read) or more than MAX_MEMBERS."""
     out = []
     for dirpath, dirnames, filenames in os.walk(root):
         for name in dirnames + filenames:
             path = Path(dirpath) / name
             rel = path.relative_to(root).as_posix()
-            mode = os.lstat(path).st_mode
-            if stat.S_ISLNK(mode):
+            st = os.lstat(path)
+            if stat.S_ISLNK(st.st_mode):
                 raise ProvError(f"{rel}: a symlink; a bundle holds plain files only")
-            if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+            if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
                 raise ProvError(f"{rel}: not a plain file")
             why = safe_member_name(rel)
             if why:
                 raise ProvError(f"{rel!r}: {why}")
-            if stat.S_ISREG(mode):
+            if stat.S_ISREG(st.st_mode):
+                check_size(rel, st.st_size)
                 out.append(rel)
+            if len(out) > MAX_MEMBERS:
+                raise ProvError(f"bundle has more than {MAX_MEMBERS} files")
     return sorted(out)
 
 
@@ -201,8 +219,11 @@ class _Verifier:
             _fail(s, f"{self.root}: not a bundle directory or .tar.gz")
         try:
             self.files = bundle_files(self.root)
+        except BoundError:
+            raise
         except (ProvError, OSError) as exc:
             _fail(s, str(exc))
+        self._bound_documents()
         attestations = [n for n in (SIGNED_NAME, UNSIGNED_NAME) if n in self.files]
         if len(attestations) != 1:
             _fail(s, f"a bundle holds exactly one of {SIGNED_NAME} or {UNSIGNED_NAME} "
@@ -211,13 +232,24 @@ class _Verifier:
         s.verdict = PASS
         s.details.append(f"{len(self.files)} plain files, attestation {self.attestation}")
 
+    def _bound_documents(self) -> None:
+        """Each document a later step parses (all but results and the attestation, whose
+        bounds are checked where they are read), read once here and refused if its parse
+        would be over MAX_DOCUMENT_MEMORY: no step then holds more."""
+        from provenance.model.inputs import read_input
+
+        for name in self.files:
+            if not name.startswith("results/") and name not in (SIGNED_NAME, UNSIGNED_NAME):
+                check_document(name, read_input(self.root / name, "json", MAX_DOCUMENT_BYTES))
+
     # 2. envelope and signature
     def step2_envelope(self) -> None:
         from provenance.model.inputs import read_input
         from provenance.publish.dsse import INTOTO_PAYLOAD_TYPE, EnvelopeError, parse, verify
 
         s = self.s[1]
-        data = read_input(self.root / self.attestation, "json")
+        limit, _ = bound_of(self.attestation)  # checked by size in step 1; bounded read here
+        data = read_input(self.root / self.attestation, "json", limit)
         if self.attestation == UNSIGNED_NAME:
             self.payload = data
             if self.key_path is not None:
@@ -226,9 +258,10 @@ class _Verifier:
                                      "is not")
             return
         try:
-            opened = parse(data)
+            opened = parse(data, check_statement)
         except EnvelopeError as exc:
             _fail(s, f"malformed DSSE envelope: {exc}")
+        del data
         if opened.payload_type != INTOTO_PAYLOAD_TYPE:
             _fail(s, f"payloadType is {opened.payload_type!r}, not {INTOTO_PAYLOAD_TYPE}")
         self.payload = opened.payload
@@ -349,7 +382,7 @@ class _Verifier:
         names = {d["name"] for d in self.byproducts}
         s.verdict = PASS
         for subj in self.subjects:
-            doc = kl.read_json_object(self.root / subj["name"])
+            doc = kl.read_json_object(self.root / subj["name"], subj["name"])
             if issues := kl.result_card_problems(doc):
                 _fail(s, kl.not_strict_summary(subj["name"], issues))
             if doc and doc.get("format") == "prov-result/1":

@@ -112,33 +112,110 @@ def _pct(x: float) -> str:
     return f"{x:.4%}"
 
 
+def _marker(v: Any) -> str | None:
+    """The reason of a `{"not_computable": REASON}` figure, else None."""
+    return f"not computable: {v['not_computable']}" if isinstance(v, dict) and \
+        "not_computable" in v else None
+
+
+def _err(v: Any, fmt: str) -> str:
+    return "" if not isinstance(v, int | float) else f" ± {v:{fmt}}"
+
+
 def diverge_rows(doc: dict[str, Any]) -> list[tuple[str, str]]:
     s = doc["summary"]
+    return [("reference", spec(doc["engines"][0])), ("candidate", spec(doc["engines"][1])),
+            *figure_rows(s), *_storage_rows(doc),
+            ("gate", (doc.get("comparison") or {}).get("gate", "?"))]
+
+
+def figure_rows(s: dict[str, Any]) -> list[tuple[str, str]]:
+    """A divergence summary's figures as (label, text) rows: the report's summary table and
+    `prov run diverge`'s. Results written before a figure existed show the rows they have."""
     ci = s["ci"]
-    kl = s["kl_ref_cand"]
     first = s["first_disagreement"]
-    rows = [
-        ("reference", spec(doc["engines"][0])),
-        ("candidate", spec(doc["engines"][1])),
-        ("positions", str(s["positions"])),
-        ("top-1 agreement", f"{_pct(s['top1_agreement'])} [{_pct(ci['top1_agreement']['lo'])},"
-                            f" {_pct(ci['top1_agreement']['hi'])}]"),
-        ("disagreements (near-ties)", f"{s['disagreements']} ({s['near_tie_disagreements']})"),
-        ("first disagreement", "none" if first is None else
-         f"{first} {json.dumps(s.get('first_disagreement_text'))}"),
-        ("mean KL(ref‖cand)", f"{kl['mean']:.3e} [{ci['kl_ref_cand_mean']['lo']:.3e}, "
-                              f"{ci['kl_ref_cand_mean']['hi']:.3e}]"),
-    ]
-    rows += [(f"KL(ref‖cand) {p}", f"{kl[p]:.3e}") for p in ("max", "p99.9", "p99", "p50")
-             if p in kl]
-    rows += [("mean KL(cand‖ref)", f"{s['kl_cand_ref']['mean']:.3e}"),
-             ("RMS Δp", f"{s['delta_p']['rms']:.3e}"),
-             ("self-KL floor (storage)", storage_floor_text(s["self_kl_floor"])),
-             ("truncated positions", str(s.get("truncated_positions", 0))),
-             *_storage_rows(doc),
-             ("clusters", str(len(s["clusters"]))),
-             ("gate", (doc.get("comparison") or {}).get("gate", "?"))]
+    top1 = s["top1_agreement"]
+    same = s.get("same_top_p") or {}
+    rows = [("positions", str(s["positions"])),
+            ("top-1 agreement (llama.cpp: same top p)", _marker(top1) or (
+                f"{_pct(top1)}{_err(same.get('stderr'), '.4%')} "
+                f"[{_pct(ci['top1_agreement']['lo'])}, {_pct(ci['top1_agreement']['hi'])}]"))]
+    topk = s.get("topk_agreement") or {}
+    if _marker(topk):
+        rows.append(("top-K agreement (exllamav3)", _marker(topk)))
+    else:
+        rows += [(f"top-{k} agreement (exllamav3)", _marker(v) or _pct(v))
+                 for k, v in topk.items() if k != "1"]
+    rows += [("disagreements (near-ties)",
+              f"{s['disagreements']} ({s['near_tie_disagreements']})"),
+             ("first disagreement", "none" if first is None else
+              f"{first} {json.dumps(s.get('first_disagreement_text'))}")]
+    for key, name in (("kl_ref_cand", "KL(ref‖cand)"), ("kl_cand_ref", "KL(cand‖ref)")):
+        kl, c = s[key], ci.get(f"{key}_mean")
+        band = f" [{c['lo']:.3e}, {c['hi']:.3e}]" if c else ""
+        rows.append((f"mean {name}", f"{kl['mean']:.3e}{_err(kl.get('stderr'), '.1e')}{band}"))
+        rows += [(f"{name} {p}", f"{kl[p]:.3e}") for p in ("max", "p99.9", "p99", "p90",
+                                                            "median") if p in kl]
+    rows += _confidence_rows(s.get("kl_by_confidence"))
+    rows += _label_rows(s)
+    rows += [("self-KL floor (storage)", storage_floor_text(s["self_kl_floor"])),
+             ("noise floor (reference vs its repeat)", noise_floor_text(s.get("noise_floor"))),
+             ("truncated positions", str(s.get("truncated_positions", 0))
+              + ("; KL is a lower bound there" if s.get("kl_lower_bound") else "")),
+             ("clusters", str(len(s["clusters"])))]
     return rows
+
+
+def _confidence_rows(by: Any) -> list[tuple[str, str]]:
+    if not isinstance(by, dict) or _marker(by):
+        return [] if by is None else [("KL by reference confidence", _marker(by) or "?")]
+    out = []
+    for name, b in by.items():
+        kl = b["kl_ref_cand"]
+        out.append((f"KL(ref‖cand) where ref p(top-1) in {name}",
+                    f"{b['share']:.1%} of positions ({b['count']})" + (
+                        "" if _marker(kl) else f", mean {kl['mean']:.3e}, median "
+                                               f"{kl['median']:.3e}")))
+    return out
+
+
+def _label_rows(s: dict[str, Any]) -> list[tuple[str, str]]:
+    out = []
+    dp = s["delta_p"]
+    if _marker(dp):
+        out.append(("Δp (p_cand − p_ref of the next token)", _marker(dp)))
+    else:
+        if "stderr" in dp:
+            out.append(("mean Δp", f"{dp['mean']:.3e}{_err(dp['stderr'], '.1e')}"))
+        out.append(("RMS Δp", f"{dp['rms']:.3e}{_err(dp.get('rms_stderr'), '.1e')}"))
+    ppl = s.get("perplexity")
+    if ppl is not None:
+        out.append(("PPL(cand)/PPL(ref)", _marker(ppl) or (
+            f"{ppl['ratio']['value']:.6f}{_err(ppl['ratio']['stderr'], '.6f')} (ln ratio "
+            f"{ppl['ln_ratio']['value']:.3e}{_err(ppl['ln_ratio']['stderr'], '.1e')}; PPL ref "
+            f"{ppl['ref']['value']:.4g}, cand {ppl['cand']['value']:.4g})")))
+    lab = s.get("label_in_topk")
+    if isinstance(lab, dict) and not _marker(lab):
+        for side in ("ref", "cand"):
+            parts = [f"top-{k} " + (_pct(v) if not _marker(v) else "n/c")
+                     for k, v in lab[side].items()]
+            out.append((f"next token in {side}'s top-K", ", ".join(parts)))
+    return out
+
+
+def noise_floor_text(nf: Any) -> str:
+    """The noise floor as one line (the report's summary and `prov run diverge`)."""
+    if nf is None:
+        return "not measured (result written before the noise floor)"
+    if _marker(nf):
+        return _marker(nf)
+    head = f"{nf['bit_identical_positions']}/{nf['positions']} positions bit-identical"
+    if nf["bit_identical"]:
+        return f"0 (bit-identical repeat: {head})"
+    kl = nf["kl_ref_cand"]
+    return (f"KL(ref‖repeat) mean {kl['mean']:.3e}, max {kl['max']:.3e}; top-1 agreement "
+            f"{_pct(nf['top1_agreement'])}; max |Δ logit| {nf['max_abs_logit_delta']:.3e}; "
+            f"{head}")
 
 
 def storage_floor_text(floor: dict) -> str:

@@ -1,6 +1,6 @@
 """CycloneDX 1.6 SBOMs for environments, images and runs (`prov sbom`), and what an SBOM and
-a bundle are about: their subjects (`Subject`, `PublishedResult`, `PublishedRun`, read from
-the store in one place, `subjects.py`) and the models a run read (`models_read`).
+a bundle are about: their subjects (`Subject`, `PublishedResult`, `PublishedRun`, a run's
+record read in one place, `published_run`) and the models a run read (`models_read`).
 
 cyclonedx-python-lib is imported inside functions only, so `import provenance.sbom` is cheap.
 """
@@ -17,7 +17,7 @@ from provenance.sbom.models_read import (
 )
 from provenance.sbom.render import FORMATS, render, validate
 from provenance.sbom.source import resolve_subject
-from provenance.sbom.subjects import PublishedResult, PublishedRun, Subject, load_run
+from provenance.sbom.subjects import PublishedResult, PublishedRun, Subject, published_run
 
 __all__ = [
     "FORMATS",
@@ -32,9 +32,9 @@ __all__ = [
     "PublishedRun",
     "Subject",
     "build_bom",
-    "load_run",
     "models_read",
     "prov_version",
+    "published_run",
     "render",
     "resolve_subject",
     "serial_for",

@@ -57,4 +57,15 @@ def validate(text: str, fmt: str = "cyclonedx-json") -> None:
 
         errors = XmlValidator(SchemaVersion.V1_6).validate_str(text)
     if errors:
-        raise ProvError(f"generated SBOM is not valid CycloneDX 1.6: {errors}", exit_code=70)
+        raise ProvError(f"generated SBOM is not valid CycloneDX 1.6: {_brief(errors)}",
+                        exit_code=70)
+
+
+def _brief(error: object) -> str:
+    """One short line: where and what. str() of a jsonschema error appends the whole offending
+    instance (a 16 MB SBOM printed back into one error line)."""
+    data = getattr(error, "data", error)
+    message = str(getattr(data, "message", data))
+    where = "/".join(str(p) for p in getattr(data, "absolute_path", ()) or ())
+    text = f"{where}: {message}" if where else message
+    return text if len(text) <= 300 else text[:300] + "…"

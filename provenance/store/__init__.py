@@ -12,8 +12,16 @@ overrides):
 from provenance.store.merge import export_objects, import_objects, run_closure
 from provenance.store.objects import CorruptObject
 from provenance.store.records import encode, now_iso
-from provenance.store.resolve import load_manifest
+from provenance.store.resolve import (
+    Resolved,
+    ResolvedKind,
+    load_manifest,
+    one_of,
+    resolve,
+    resolve_run,
+)
 from provenance.store.run_record import RecordError, RunRecord
+from provenance.store.states import RunState
 from provenance.store.store import (
     RunInfo,
     Store,
@@ -30,10 +38,16 @@ __all__ = [
     "import_objects",
     "load_manifest",
     "now_iso",
+    "one_of",
+    "resolve",
+    "resolve_run",
     "run_closure",
     "RecordError",
+    "Resolved",
+    "ResolvedKind",
     "RunInfo",
     "RunRecord",
+    "RunState",
     "Store",
     "default_store_path",
     "find_git_root",

@@ -1,4 +1,6 @@
-"""Per-position statistics: top-1 agreement, margin, KL both ways, Delta-p of the next token.
+"""Per-position statistics: top-1 agreement, margin, KL both ways, Delta-p of the next token,
+the reference's top-1 probability, the next token's log-probability on each side, and the
+ordered top-10 lists' agreement depth and label ranks (runners/analysis/topk.py).
 
 Rows are processed in chunks so a 150k vocabulary over 100k positions never needs the whole
 float64 matrix at once. Inputs are logits or log-probabilities (renormalised here in float64
@@ -13,6 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from runners.analysis.topk import K_MAX, agree_depth, label_rank, top_ids
+
 # Rows per chunk so one float64 chunk stays near 2 MiB: big enough to amortise numpy's
 # per-call overhead, small enough to stay in cache (measured in bench/bench_analysis.py).
 CHUNK_CELLS = 1 << 18
@@ -26,10 +30,16 @@ class PositionStats:
     margin: np.ndarray  # float64 [T]: ref p(top1) - p(top2), a near-tie is not an error
     kl_ref_cand: np.ndarray  # float64 [T]: KL(P_ref || P_cand), nats
     kl_cand_ref: np.ndarray  # float64 [T]: KL(P_cand || P_ref), nats
-    delta_p: np.ndarray  # float64 [T]: p_cand(next) - p_ref(next)
-    ref_logp_next: np.ndarray  # float64 [T]
-    cand_logp_next: np.ndarray  # float64 [T]
+    delta_p: np.ndarray  # float64 [T]: p_cand(next) - p_ref(next); NaN: next not stored
+    ref_logp_next: np.ndarray  # float64 [T]; NaN where the engine did not return it
+    cand_logp_next: np.ndarray  # float64 [T]; NaN likewise
     truncated: np.ndarray  # bool [T]
+    ref_p_top1: np.ndarray  # float64 [T]: the reference's probability of its top-1 token
+    top_agree_depth: np.ndarray  # int8 [T]: leading slots of the ordered top-10 lists equal
+    ref_label_rank: np.ndarray  # int8 [T]: the next token's slot in the ref's top-10 (10: not)
+    cand_label_rank: np.ndarray  # int8 [T]: likewise for the candidate
+    ref_stored: np.ndarray  # int32 [T]: entries the reference returned (V when full)
+    cand_stored: np.ndarray  # int32 [T]
 
     def __len__(self) -> int:
         return len(self.agree)
@@ -72,10 +82,21 @@ def _kl_truncated(lp: np.ndarray, lq: np.ndarray) -> np.ndarray:
     return head + tail
 
 
+def _lists(ref: np.ndarray, cand: np.ndarray, nxt: np.ndarray, out: dict,
+           sl: slice) -> tuple[np.ndarray, np.ndarray]:
+    """The ordered top-10 lists of a chunk (on the raw scores: the order of the
+    log-probabilities), their agreement depth and the label's rank on each side."""
+    tr, tc = top_ids(ref, K_MAX), top_ids(cand, K_MAX)
+    out["depth"][sl] = agree_depth(tr, tc)
+    out["rank_r"][sl], out["rank_c"][sl] = label_rank(tr, nxt), label_rank(tc, nxt)
+    return tr, tc
+
+
 def _full_chunk(ref: np.ndarray, cand: np.ndarray, nxt: np.ndarray, out: dict,
                 r1: np.ndarray, c1: np.ndarray, sl: slice) -> None:
     """The hot path (full vocabulary, no NaN): one exp per side, probabilities reused."""
     rows = np.arange(len(ref))
+    tr, tc = _lists(ref, cand, nxt, out, sl)
     sides = []
     for x in (ref, cand):
         x = x.astype(np.float64)
@@ -93,9 +114,10 @@ def _full_chunk(ref: np.ndarray, cand: np.ndarray, nxt: np.ndarray, out: dict,
     else:  # -inf logits: 0 * log 0 counts as 0
         out["kl_rc"][sl] = np.where(p > 0, p * np.where(p > 0, d, 0.0), 0.0).sum(axis=1)
         out["kl_cr"][sl] = -np.where(q > 0, q * np.where(q > 0, d, 0.0), 0.0).sum(axis=1)
-    r1[sl], c1[sl] = lr.argmax(axis=1), lc.argmax(axis=1)
-    top2 = np.partition(p, -2, axis=1)[:, -2:]
-    out["margin"][sl] = np.abs(top2[:, 1] - top2[:, 0])
+    r1[sl], c1[sl] = tr[:, 0], tc[:, 0]  # argmax: the first index of the maximum
+    p1 = p[rows, tr[:, 0]]
+    out["p1"][sl] = p1
+    out["margin"][sl] = p1 - p[rows, tr[:, 1]] if p.shape[1] > 1 else p1
     out["lpr"][sl], out["lpc"][sl] = lr[rows, nxt], lc[rows, nxt]
 
 
@@ -105,9 +127,11 @@ def position_stats(ref: np.ndarray, cand: np.ndarray, next_ids: np.ndarray) -> P
         raise ValueError(f"reference {ref.shape} and candidate {cand.shape} differ in shape")
     if len(next_ids) != len(ref):
         raise ValueError("next_ids must have one token per row")
-    t = len(ref)
+    t, v = ref.shape
     out = {name: np.empty(t, dtype=np.float64) for name in
-           ("margin", "kl_rc", "kl_cr", "dp", "lpr", "lpc")}
+           ("margin", "kl_rc", "kl_cr", "dp", "lpr", "lpc", "p1")}
+    out.update({name: np.empty(t, dtype=np.int8) for name in ("depth", "rank_r", "rank_c")})
+    stored = {side: np.full(t, v, dtype=np.int32) for side in ("ref", "cand")}
     r1 = np.empty(t, dtype=np.int64)
     c1 = np.empty(t, dtype=np.int64)
     trunc = np.empty(t, dtype=bool)
@@ -124,10 +148,14 @@ def position_stats(ref: np.ndarray, cand: np.ndarray, next_ids: np.ndarray) -> P
         lr, lc = _log_softmax(ref[sl]), _log_softmax(cand[sl])
         tr = np.isnan(lr).any(axis=1) | np.isnan(lc).any(axis=1)
         trunc[sl] = tr
-        fr, fc = np.where(np.isnan(lr), -np.inf, lr), np.where(np.isnan(lc), -np.inf, lc)
-        r1[sl], c1[sl] = fr.argmax(axis=1), fc.argmax(axis=1)
-        top2 = np.sort(np.partition(fr, -2, axis=1)[:, -2:], axis=1)
-        out["margin"][sl] = np.exp(top2[:, 1]) - np.exp(top2[:, 0])
+        stored["ref"][sl], stored["cand"][sl] = (~np.isnan(lr)).sum(1), (~np.isnan(lc)).sum(1)
+        fr = np.where(np.isnan(lr), -np.inf, lr)
+        ir, ic = _lists(ref[sl], cand[sl], next_ids[sl], out, sl)
+        r1[sl], c1[sl] = ir[:, 0], ic[:, 0]
+        r = rows[: e - s]
+        top2 = np.where(ir[:, :2] >= 0, fr[r[:, None], np.maximum(ir[:, :2], 0)], -np.inf)
+        out["p1"][sl] = np.exp(top2[:, 0])
+        out["margin"][sl] = np.exp(top2[:, 0]) - np.exp(top2[:, 1])
         kl_rc, kl_cr = np.empty(e - s), np.empty(e - s)
         full = ~tr
         if full.any():
@@ -136,13 +164,15 @@ def position_stats(ref: np.ndarray, cand: np.ndarray, next_ids: np.ndarray) -> P
             kl_rc[tr] = _kl_truncated(lr[tr], lc[tr])
             kl_cr[tr] = _kl_truncated(lc[tr], lr[tr])
         out["kl_rc"][sl], out["kl_cr"][sl] = kl_rc, kl_cr
-        r = rows[: e - s]
-        out["lpr"][sl], out["lpc"][sl] = fr[r, next_ids[sl]], fc[r, next_ids[sl]]
+        # NaN (not -inf) where the next token was not returned: its probability is unknown
+        out["lpr"][sl], out["lpc"][sl] = lr[r, next_ids[sl]], lc[r, next_ids[sl]]
     out["dp"] = np.exp(out["lpc"]) - np.exp(out["lpr"])
     return PositionStats(
         ref_top1=r1, cand_top1=c1, agree=r1 == c1, margin=out["margin"],
         kl_ref_cand=out["kl_rc"], kl_cand_ref=out["kl_cr"], delta_p=out["dp"],
         ref_logp_next=out["lpr"], cand_logp_next=out["lpc"], truncated=trunc,
+        ref_p_top1=out["p1"], top_agree_depth=out["depth"], ref_label_rank=out["rank_r"],
+        cand_label_rank=out["rank_c"], ref_stored=stored["ref"], cand_stored=stored["cand"],
     )
 
 

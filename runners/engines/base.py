@@ -30,8 +30,9 @@ KNOWN_OPTIONS: dict[str, tuple[str, ...]] = {
 }
 # `plant=batch_fp16_sum`: a NEGATIVE-CONTROL knob, never a serving setting. It perturbs the
 # logits by a float16 reduction whose chunking follows the rows in the call (the batch), so
-# an invariance probe must catch it (runners/planted.py).
-PLANTS = ("none", "batch_fp16_sum", "noop")
+# an invariance probe must catch it; `plant=process_noise` adds noise drawn afresh in every
+# process, so the noise floor must measure it (runners/planted.py).
+PLANTS = ("none", "batch_fp16_sum", "noop", "process_noise")
 DTYPES = ("float32", "bfloat16", "float16")
 # What an engine does when an option is not given: a run's command line and parameters name
 # these explicitly, so `transformers` and `transformers:attn=sdpa` are one identity

@@ -124,6 +124,13 @@ class TransformersEngine:
 
         captured: dict[str, Any] = {}
         inner = model.get_decoder() if hasattr(model, "get_decoder") else model.model
+        plant = self.config.get("plant", "none")
+        if plant != "none":
+            # a negative control (runners/planted.py) on the final hidden states, installed
+            # before the capture hook: the stored hidden states and the logits both carry it
+            from runners import planted
+
+            planted.install(inner.norm, plant)
         hook = inner.norm.register_forward_hook(
             lambda _m, _i, out: captured.__setitem__("final", out.detach())
         )

@@ -9,6 +9,7 @@ import tarfile
 import pytest
 import zstandard
 
+from containers.errors import ImageError
 from containers.walk import CONTENT, NAME, Layer, walk
 
 
@@ -96,7 +97,7 @@ def test_compressions_are_sniffed(codec: str) -> None:
     walk(
         [Layer(0, "l0", lambda: Raw(data))],
         lambda p: CONTENT,
-        on_layer=lambda i, stream, staged: seen.update(c=stream.compression, d=stream.diff_id()),
+        on_layer=lambda i, stream, staged: seen.update(c=stream.compression, d=stream.diff_id),
     )
     from containers.digest import sha256_of
 
@@ -111,3 +112,48 @@ def test_opaque_root_and_symlink_loop() -> None:
 
     with pytest.raises(ImageError, match="loops"):
         loop.read("x")
+
+
+# ---- a blob listed more than once is read once (issue #30) ---------------------------------
+def _listed(blobs: dict[str, bytes], order: list[str], keyed: bool, hash_files: bool = False):
+    """Walk `order` (names of `blobs`); keyed: repeated blobs carry their key, as the scan
+    gives them. Returns the view and how often each blob was opened."""
+    opened: dict[str, int] = dict.fromkeys(blobs, 0)
+
+    def opener(name: str):
+        opened[name] += 1
+        return Raw(blobs[name])
+
+    last = {name: i for i, name in enumerate(order)}
+    layers = [Layer(i, f"l{i}", lambda n=name: opener(n),
+                    name if keyed and order.count(name) > 1 else None, last[name] == i)
+              for i, name in enumerate(order)]
+    return walk(layers, lambda p: CONTENT, hash_files=hash_files), opened
+
+
+def _same_view(a, b) -> None:
+    assert a.files == b.files and a.links == b.links and a.names == b.names
+    assert a.digests == b.digests and a.deleted == b.deleted
+
+
+def test_a_repeated_blob_is_read_once_and_gives_the_view_of_every_listing() -> None:
+    """A, B (deletes A's file, adds its own), A again: A's file is back, written by the third
+    listing, exactly as applying the three in order gives."""
+    blobs = {"A": _tar(("etc/conf", b"a"), ("usr/lib/x", b"1")),
+             "B": _tar(("etc/.wh.conf", b""), ("usr/lib/y", b"2"))}
+    order = ["A", "B", "A", "A"]
+    fresh, opened_fresh = _listed(blobs, order, keyed=False, hash_files=True)
+    once, opened_once = _listed(blobs, order, keyed=True, hash_files=True)
+    assert opened_fresh == {"A": 3, "B": 1} and opened_once == {"A": 1, "B": 1}
+    _same_view(once, fresh)
+    assert once.files["etc/conf"] == (3, b"a") and once.digests["usr/lib/x"].layer == 3
+
+
+def test_a_repeated_blob_is_checked_again_against_the_links_laid_since() -> None:
+    """B turns usr/lib into a symlink out of the root: A listed again writes through it, and
+    is refused as reading it afresh would be."""
+    blobs = {"A": _tar(("usr/lib/x", b"1")), "B": _tar(("usr/.wh.lib", b""),
+                                                       ("usr/lib", "->../../..")),}
+    for keyed in (False, True):
+        with pytest.raises(ImageError, match="leaves the image root"):
+            _listed(blobs, ["A", "B", "A"], keyed=keyed)

@@ -1,7 +1,9 @@
 """`--policy FILE` end to end on the real transformers engine (CPU, the demo model): PASS,
 FAIL, NOT_COMPARABLE and NOT_EVALUATED with their exit codes, the block recorded in
 result.json, a bad policy refused before anything runs; `prov compare` and
-`prov run invariance` with a policy."""
+`prov run invariance` with a policy. The noise floor through the CLI: 0 for the CPU engine's
+bit-identical repeat (PASS), measured for a planted non-deterministic reference (FAIL),
+skipped with --no-noise-floor (NOT_EVALUATED)."""
 
 from __future__ import annotations
 
@@ -9,12 +11,11 @@ import hashlib
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from provenance.model.policy import resolve
 from tests.runners.clihelp import prov
-
-BACKENDS = ("--ref", "transformers:attn=eager", "--cand", "transformers:attn=sdpa")
 
 
 def _write(tmp_path: Path, name: str, text: str) -> Path:
@@ -23,11 +24,12 @@ def _write(tmp_path: Path, name: str, text: str) -> Path:
     return p
 
 
-def _diverge(demo_model, tmp, policy: Path, *extra: str):
+def _diverge(demo_model, tmp, policy: Path, *extra: str, ref: str = "transformers:attn=eager",
+             cand: str = "transformers:attn=sdpa"):
     return prov("run", "diverge", "--model", str(demo_model), "--text",
                 str(demo_model / "eval.txt"), "--max-tokens", "96", "--out", str(tmp / "res"),
-                "--workdir", str(tmp / "work"), "--policy", str(policy), *BACKENDS, *extra,
-                store=tmp / "store", cwd=tmp)
+                "--workdir", str(tmp / "work"), "--policy", str(policy), "--ref", ref,
+                "--cand", cand, *extra, store=tmp / "store", cwd=tmp)
 
 
 def _recorded(tmp: Path, policy: Path, printed: dict) -> dict:
@@ -47,7 +49,9 @@ def _recorded(tmp: Path, policy: Path, printed: dict) -> dict:
 def passed(demo_model, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("pass")
     pol = _write(tmp, "accept.toml", "[[check]]\nstatistic = 'top1_agreement'\nmin = 0.5\n"
-                 "[[check]]\nstatistic = 'kl_ref_cand.p99'\nmax = 1.0\n")
+                 "[[check]]\nstatistic = 'kl_ref_cand.p99'\nmax = 1.0\n"
+                 "[[check]]\nstatistic = 'noise_floor.kl_ref_cand.max'\nmax = 0.0\n"
+                 "[[check]]\nstatistic = 'topk_agreement.5'\nmin = 0.5\n")
     p = _diverge(demo_model, tmp, pol, "--vary", "attention-backend", "--json")
     return tmp, pol, p
 
@@ -57,31 +61,63 @@ def test_pass_exits_0_and_records_the_policy(passed):
     assert p.returncode == 0, p.stderr[-3000:]
     block = _recorded(tmp, pol, json.loads(p.stdout))
     assert block["verdict"] == "PASS"
-    assert [c["outcome"] for c in block["checks"]] == ["pass", "pass"]
+    assert [c["outcome"] for c in block["checks"]] == ["pass"] * 4
+    # the reference's second execution: through the gate with nothing declared, recorded
+    doc = json.loads((tmp / "res" / "result.json").read_text())
+    assert doc["comparison_repeat"]["gate"] == "passed"
+    assert doc["comparison_repeat"]["vary"] == [] and doc["comparison_repeat"]["identical"]
+    assert doc["runs"]["reference_repeat"] not in (None, doc["runs"]["reference"])
+    assert doc["summary"]["noise_floor"]["repeat_run"] == doc["runs"]["reference_repeat"]
+    assert doc["runs"]["reference_repeat"] in \
+        doc["disclosure"]["runtime_environment"]["run_ids"]
 
 
-def test_fail_exits_1(demo_model, tmp_path):
+def test_fail_exits_1_and_the_planted_noise_floor_is_measured(demo_model, tmp_path):
+    """A reference made non-deterministic (plant=process_noise: noise drawn afresh in every
+    process): its repeat differs, and the noise floor says by how much."""
+    from tests.runners import oracle
+
     pol = _write(tmp_path, "strict.toml", "[[check]]\nstatistic = 'kl_ref_cand.max'\n"
+                 "max = 0.0\n[[check]]\nstatistic = 'noise_floor.kl_ref_cand.max'\n"
                  "max = 0.0\n[[check]]\nstatistic = 'nope'\nmin = 1\n")
-    p = _diverge(demo_model, tmp_path, pol, "--vary", "attention-backend", "--json")
+    p = _diverge(demo_model, tmp_path, pol, "--vary", "attention-backend", "--json",
+                 ref="transformers:attn=eager,plant=process_noise",
+                 cand="transformers:attn=sdpa,plant=process_noise")
     assert p.returncode == 1, p.stderr[-3000:]
     block = _recorded(tmp_path, pol, json.loads(p.stdout))
     # eager and sdpa differ in the last bits: some KL above 0; a FAIL wins over the missing one
     assert block["verdict"] == "FAIL"
-    assert [c["outcome"] for c in block["checks"]] == ["fail", "not_evaluated"]
-    assert block["checks"][0]["observed"] > 0
+    assert [c["outcome"] for c in block["checks"]] == ["fail", "fail", "not_evaluated"]
+    assert block["checks"][0]["observed"] > 0 and block["checks"][1]["observed"] > 0
+    doc = json.loads((tmp_path / "res" / "result.json").read_text())
+    assert doc["comparison_repeat"]["gate"] == "passed"  # one configuration, run twice
+    ids = np.load(tmp_path / "work" / "ids.npy")
+    ref, rep = (np.load(tmp_path / "work" / d / "scores.npz")["scores"]
+                for d in ("ref", "ref_repeat"))
+    want, nf = oracle.noise(ref, rep, ids), doc["summary"]["noise_floor"]
+    assert want["bit_identical_positions"] == nf["bit_identical_positions"] == 0
+    for side in ("kl_ref_cand", "kl_cand_ref"):
+        for k, v in want[side].items():
+            oracle.close(nf[side][k], v, f"{side}.{k}", 1e-7, 1e-15)
+    oracle.close(nf["max_abs_logit_delta"], want["max_abs_logit_delta"], "delta", 0, 0)
+    oracle.close(nf["top1_agreement"], want["top1_agreement"], "top1", 0, 0)
+    assert nf["kl_ref_cand"]["mean"] > 0
 
 
 def test_not_evaluated_exits_5(demo_model, tmp_path):
     pol = _write(tmp_path, "more.toml", "[[check]]\nstatistic = 'top1_agreement'\nmin = 0\n"
-                 "[[check]]\nstatistic = 'same_top_p'\nmin = 0.99\n")
-    p = _diverge(demo_model, tmp_path, pol, "--vary", "attention-backend", "--json")
+                 "[[check]]\nstatistic = 'noise_floor.kl_ref_cand.max'\nmax = 1e-6\n")
+    p = _diverge(demo_model, tmp_path, pol, "--vary", "attention-backend", "--json",
+                 "--no-noise-floor")
     assert p.returncode == 5, p.stderr[-3000:]
     block = _recorded(tmp_path, pol, json.loads(p.stdout))
     assert block["verdict"] == "NOT_EVALUATED"
-    assert block["checks"][1] == {"statistic": "same_top_p", "min": 0.99, "observed": None,
-                                  "outcome": "not_evaluated",
-                                  "reason": "missing from the result"}
+    skipped = json.loads(p.stdout)["noise_floor"]
+    assert block["checks"][1] == {"statistic": "noise_floor.kl_ref_cand.max", "max": 1e-6,
+                                  "observed": skipped, "outcome": "not_evaluated",
+                                  "reason": f"not computable: {skipped['not_computable']}"}
+    assert "--no-noise-floor" in skipped["not_computable"]
+    assert not (tmp_path / "work" / "ref_repeat").exists()  # the reference ran once
 
 
 def test_not_comparable_exits_3_and_writes_nothing(demo_model, tmp_path):

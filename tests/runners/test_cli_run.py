@@ -30,7 +30,8 @@ def test_gate_refuses_undeclared_backend_difference(demo_model, tmp_path):
 
 def test_gate_passes_declared_backend_and_records_it(demo_model, tmp_path):
     p = _diverge(demo_model, tmp_path, "--ref", "transformers:attn=eager",
-                 "--cand", "transformers:attn=sdpa", "--vary", "attention-backend", "--json")
+                 "--cand", "transformers:attn=sdpa", "--vary", "attention-backend", "--json",
+                 "--no-noise-floor")  # the floor's own run: tests/runners/test_cli_policy.py
     assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout)
     doc = json.loads((tmp_path / "res" / "result.json").read_text())

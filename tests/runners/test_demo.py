@@ -20,9 +20,11 @@ def test_demo(demo_model, tmp_path):
     for dtype in ("float32", "bfloat16"):
         d = fig[f"diverge_{dtype}"]
         assert d["mean_kl"] > 0  # eager and sdpa are not bit-identical
+        assert d["noise_floor_max_kl"] == 0.0  # each reference repeats bit for bit on CPU
         doc = json.loads((tmp_path / "demo" / "results" / f"diverge-eager-sdpa-{dtype}" /
                           "result.json").read_text())
         assert doc["comparison"]["gate"] == "passed"
+        assert doc["comparison_repeat"]["gate"] == "passed"
         assert doc["comparison"]["vary"] == ["attention-backend"]
         assert set(doc["disclosure"]) >= {"kl_direction", "aggregation", "calibration_data"}
     # bf16 rounding makes eager and sdpa drift further apart than fp32 does

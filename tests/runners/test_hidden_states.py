@@ -49,14 +49,15 @@ def test_bf16_bits_read_back_exactly():
 
 @pytest.fixture(scope="module")
 def pair(prepared, tmp_path_factory):
-    """The same pair of engines stored both ways (standalone workers)."""
+    """The same pair of engines stored both ways (standalone workers); the hidden-state one
+    with its noise floor (the reference's hidden states stored twice)."""
     base = tmp_path_factory.mktemp("hidden")
     hid = run_diverge(EngineConfig.parse(REF + ",store=hidden"),
                       EngineConfig.parse(CAND + ",store=hidden"), prepared, base / "wh",
                       base / "rh")
     log = run_diverge(EngineConfig.parse(REF + ",store=logits"),
                       EngineConfig.parse(CAND + ",store=logits"), prepared, base / "wl",
-                      base / "rl")
+                      base / "rl", noise_floor=False)
     return hid, log, base
 
 
@@ -88,8 +89,18 @@ def test_worker_stores_hidden_states_not_logits(pair, demo_model, prepared):
 
 def test_rebuilt_analysis_equals_the_logits_analysis(pair):
     hid, log, _ = pair
-    for k in ("ref_top1", "cand_top1", "kl_ref_cand", "kl_cand_ref", "delta_p", "margin"):
+    for k in ("ref_top1", "cand_top1", "kl_ref_cand", "kl_cand_ref", "delta_p", "margin",
+              "ref_p_top1", "ref_logp_next", "cand_logp_next", "top_agree_depth",
+              "ref_label_rank", "cand_label_rank"):
         assert np.array_equal(hid.arrays[k], log.arrays[k]), k
+    for k in ("same_top_p", "topk_agreement", "label_in_topk", "kl_by_confidence",
+              "perplexity", "delta_p", "kl_ref_cand"):
+        assert hid.summary[k] == log.summary[k], k
+    # the noise floor of a hidden-state reference: its stored hidden states, bit for bit
+    nf = hid.summary["noise_floor"]
+    assert nf["bit_identical"] and nf["bit_identical_positions"] == hid.summary["positions"]
+    assert nf["kl_ref_cand"]["max"] == 0.0 and "final hidden states" in nf["compared"]
+    assert "--no-noise-floor" in log.summary["noise_floor"]["not_computable"]
     floor = hid.summary["self_kl_floor"]
     for side in ("ref", "cand"):
         assert floor[side]["rows"] == 64 and floor[side]["top1_equal"]
@@ -174,11 +185,35 @@ def test_chunked_rebuild_fused_matches_host(interpreted):
         assert err <= tol, (k, err, tol)
     assert interpreted["identical_row_kl"] == [0.0, 0.0]
     assert interpreted["host_kl_mean"] > 1e-4  # the candidate does differ
+    # the ordered top-10 lists beside the kernel (torch.topk, ties by the lower id) equal the
+    # host's and numpy's stable argsort, ties across the 10th place included
+    assert interpreted["lists_equal"] and interpreted["lists_match_argsort"]
+    assert interpreted["boundary_ties"] > 0 and interpreted["inner_ties"] > 0
+    assert interpreted["stress_lists_equal"] and interpreted["stress_boundary_ties"] > 30
+    assert interpreted["logit_delta_diff"] == 0.0
+
+
+def test_hidden_noise_floor_matches_the_oracle(interpreted):
+    """Seven rows of the repeat's hidden states differ: only they are rebuilt and analysed,
+    the rest count 0; the figures equal the float64 oracle's on the rebuilt logits."""
+    got, want = interpreted["noise_hidden"]["got"], interpreted["noise_hidden"]["want"]
+    assert (got["bit_identical_positions"], got["positions"]) == (43, 50)
+    assert got["bit_identical"] is want["bit_identical"] is False
+    for side in ("kl_ref_cand", "kl_cand_ref"):
+        for k, v in want[side].items():
+            assert got[side][k] == pytest.approx(v, rel=1e-9, abs=1e-15), (side, k)
+    assert got["kl_ref_cand"]["max"] > 0
+    assert got["max_abs_logit_delta"] == want["max_abs_logit_delta"] > 0
+    assert got["top1_agreement"] == want["top1_agreement"]
+    same = interpreted["noise_hidden_identical"]
+    assert same["bit_identical"] and same["kl_ref_cand"]["max"] == 0.0
 
 
 def test_chunked_rebuild_streams_every_field_to_disk(interpreted):
     assert interpreted["files"] == sorted(f"{k}.npy" for k in (
-        "ref_top1", "cand_top1", "margin", "kl_ref_cand", "kl_cand_ref", "delta_p"))
+        "ref_top1", "cand_top1", "margin", "kl_ref_cand", "kl_cand_ref", "delta_p",
+        "ref_p_top1", "ref_logp_next", "cand_logp_next", "top_agree_depth", "ref_label_rank",
+        "cand_label_rank"))
     for side in ("ref", "cand"):
         f = interpreted["floor"][side]
         assert f["rows"] == 3 and f["top1_equal"] and f["self_kl_max"] < 1e-9
@@ -191,7 +226,7 @@ def test_cli_diverge_on_hidden_states_through_the_gate(demo_model, tmp_path):
     p = prov("run", "diverge", "--ref", REF + ",store=hidden", "--cand", CAND + ",store=hidden",
              "--model", str(demo_model), "--text", str(demo_model / "eval.txt"),
              "--max-tokens", "200", "--vary", "attention-backend", "--out", str(out), "--json",
-             store=tmp_path / "store", cwd=tmp_path)
+             "--no-noise-floor", store=tmp_path / "store", cwd=tmp_path)
     assert p.returncode == 0, p.stderr[-2000:]
     summary = json.loads(p.stdout)
     assert summary["positions"] == 199 and summary["self_kl_floor"]["ref"]["rows"] == 64

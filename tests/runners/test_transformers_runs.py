@@ -48,9 +48,13 @@ def test_same_implementation_repeats_bit_identical(prepared, tmp_path):
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 def test_eager_vs_sdpa_differ_and_analysis_matches_scipy(prepared, tmp_path, dtype):
+    from tests.runners import oracle
+
     ref_cfg = EngineConfig.parse(f"transformers:attn=eager,dtype={dtype}")
     cand_cfg = EngineConfig.parse(f"transformers:attn=sdpa,dtype={dtype}")
-    out = run_diverge(ref_cfg, cand_cfg, prepared, tmp_path / "work", tmp_path / "res")
+    floor = dtype == "float32"  # the noise floor once: it costs one more reference run
+    out = run_diverge(ref_cfg, cand_cfg, prepared, tmp_path / "work", tmp_path / "res",
+                      noise_floor=floor)
     ref, cand = out.ref.scores, out.cand.scores
     for run, attn in ((out.ref, "eager"), (out.cand, "sdpa")):
         assert run.meta["runtime"]["transformers"]["models"]["0"]["attn_implementation"] == attn
@@ -72,6 +76,24 @@ def test_eager_vs_sdpa_differ_and_analysis_matches_scipy(prepared, tmp_path, dty
     assert abs(s["kl_ref_cand"]["mean"] - kl.mean()) <= 1e-6
     assert np.max(np.abs(arrays["kl_ref_cand"] - kl)) <= 1e-6
     assert s["kl_ref_cand"]["mean"] > 0
+    # every figure (llama.cpp's and exllamav3's) against the independent float64 oracle
+    e = oracle.expected(ref, cand, prepared.ids)
+    oracle.check_summary(s, e)
+    oracle.check_arrays(arrays, e)
+    assert s["kl_lower_bound"] is False and s["perplexity"]["labels"] == len(ref)
+    if floor:  # a second execution of the reference: bit for bit the first on CPU
+        repeat = np.load(tmp_path / "work" / "ref_repeat" / "scores.npz")["scores"]
+        assert np.array_equal(repeat, ref)
+        nf = s["noise_floor"]
+        assert nf["bit_identical"] and nf["bit_identical_positions"] == len(ref)
+        assert nf["kl_ref_cand"]["max"] == nf["kl_cand_ref"]["max"] == 0.0
+        assert (nf["top1_agreement"], nf["max_abs_logit_delta"]) == (1.0, 0.0)
+        assert doc["runs"]["reference_repeat"] is None  # standalone: no run records
+        assert "the noise floor on the same positions" in \
+            doc["disclosure"]["sampled_positions"]["rule"]
+    else:
+        assert "--no-noise-floor" in s["noise_floor"]["not_computable"]
+        assert not (tmp_path / "work" / "ref_repeat").exists()
     card = DisclosureCard.from_dict(doc["disclosure"])  # the strict check, or it raises
     assert card.kl_direction is Direction.BOTH
     assert card.vocabulary_truncation.mode is Vocabulary.FULL
@@ -110,7 +132,8 @@ def test_full_logits_rebuild_exactly_from_stored_hidden_and_head(prepared, demo_
 
     ref_cfg = EngineConfig.parse("transformers:attn=eager")
     cand_cfg = EngineConfig.parse("transformers:attn=eager,dtype=bfloat16")
-    out = run_diverge(ref_cfg, cand_cfg, prepared, tmp_path / "work", tmp_path / "res")
+    out = run_diverge(ref_cfg, cand_cfg, prepared, tmp_path / "work", tmp_path / "res",
+                      noise_floor=False)
     doc, arrays = read_result(out.result_path)
     weights = demo_model / "model.safetensors"
     head = load_file(str(weights))["lm_head.weight"]

@@ -18,6 +18,9 @@ from runners.repeat import run_repeat
 from runners.results import read_result
 from tests.runners.clihelp import prov
 
+# a hang guard: the AWQ test starts vLLM four times; never a timing
+pytestmark = pytest.mark.timeout(1800)
+
 
 def _vllm(py, extra=""):
     return EngineConfig.parse(f"vllm:dtype=float32,python={py}{extra}")
@@ -87,7 +90,21 @@ def test_vllm_vs_transformers_divergence(vllm_python, demo_model, tmp_path):
     assert abs(s["kl_ref_cand"]["mean"] - kl.mean()) <= 1e-6
     assert 0 < s["kl_ref_cand"]["mean"] < 1e-3  # same weights, different kernels
     assert s["top1_agreement"] > 0.95
-    doc, _ = read_result(tmp_path / "res")
+    doc, arrays = read_result(tmp_path / "res")
+    # every figure against the float64 oracle (vLLM's log-probabilities renormalised alike)
+    from tests.runners import oracle
+
+    ids = np.load(tmp_path / "work" / "ids.npy")
+    e = oracle.expected(ref, cand, ids)
+    oracle.check_summary(doc["summary"], e)
+    oracle.check_arrays(arrays, e)
+    # the noise floor: the transformers reference executed twice, bit-identical on CPU
+    repeat = np.load(tmp_path / "work" / "ref_repeat" / "scores.npz")["scores"]
+    assert np.array_equal(repeat, ref)
+    nf = s["noise_floor"]
+    assert nf["bit_identical"] and nf["kl_ref_cand"]["max"] == nf["max_abs_logit_delta"] == 0
+    assert doc["comparison_repeat"]["gate"] == "passed" and doc["comparison_repeat"]["vary"] \
+        == []
     assert doc["runtime"]["candidate"]["vllm"]["attention_backend"]["resolved"] == "CPU_ATTN"
     assert doc["disclosure"]["vocabulary_truncation"]["mode"] == "full"
     assert publish_problems(doc["disclosure"]) == []
@@ -109,7 +126,7 @@ def test_vllm_topk_gives_the_disclosed_truncated_estimate(vllm_python, prepared,
 
     ref = EngineConfig.parse("transformers:attn=sdpa")
     out = run_diverge(ref, _vllm(vllm_python, ",topk=8"), prepared, tmp_path / "w",
-                      tmp_path / "r")
+                      tmp_path / "r", noise_floor=False)
     doc, arrays = read_result(out.result_path)
     assert out.cand.meta["full_vocab"] is False and arrays["truncated"].all()
     assert doc["disclosure"]["vocabulary_truncation"] | {"note": "-"} == {
@@ -131,6 +148,20 @@ def test_vllm_topk_gives_the_disclosed_truncated_estimate(vllm_python, prepared,
     strict = json.loads((out.result_path / "result.json").read_text(),
                         parse_constant=lambda c: pytest.fail(f"{c} in result.json"))
     assert strict["summary"]["self_kl_floor"]["cand"] == {"mean": None, "max": None}
+    # what 8 stored log-probabilities give, against the oracle; what they cannot, marked
+    from tests.runners import oracle
+
+    s = doc["summary"]
+    e = oracle.expected(out.ref.scores, out.cand.scores, prepared.ids,
+                        depth={"ref": None, "cand": 8})
+    oracle.check_summary(s, e)  # top-10 and label-in-top-10 of the candidate: not computable
+    oracle.check_arrays(arrays, e, abs_=1e-9)
+    assert isinstance(s["topk_agreement"]["5"], float) and \
+        "top 8 log-probabilities" in s["topk_agreement"]["10"]["not_computable"]
+    assert "not_computable" in s["label_in_topk"]["cand"]["10"]
+    assert isinstance(s["perplexity"]["ratio"]["value"], float)  # vLLM returns the label
+    assert s["kl_lower_bound"] is True
+    assert "not_computable" in doc["disclosure"]["vocabulary_truncation"]["note"]
 
 
 UNPACK_CHECK = """

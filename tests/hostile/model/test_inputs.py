@@ -116,6 +116,78 @@ def test_out_never_replaces_a_device_or_a_directory(tmp_path):
     assert f.read_text() == "new"
 
 
+# ---- the memory a JSON document takes (issue #30) ------------------------------------------
+def _allocated(text: str) -> int:
+    """Bytes json.loads allocates for `text` at its peak (tracemalloc is the oracle)."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        doc = json.loads(text)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    del doc
+    return peak
+
+
+_SHAPES = {
+    "empty objects": lambda n: json.dumps([{}] * n),
+    "empty arrays": lambda n: json.dumps([[]] * n),
+    "small objects": lambda n: json.dumps([{"a": 1}] * n),
+    "nested": lambda n: json.dumps([{"a": []}] * n),
+    "unique keys": lambda n: json.dumps({f"{i:x}": 0 for i in range(n)}),
+    "short strings": lambda n: json.dumps(["ab"] * n),
+    "floats": lambda n: json.dumps([0.123456789] * n),
+    "ints": lambda n: json.dumps(list(range(n))),
+    "one long string": lambda n: json.dumps("x" * 40 * n),
+    "astral escape": lambda n: json.dumps("\U0001F600" + "x" * 40 * n),
+    "astral raw": lambda n: json.dumps("\U0001F600" + "x" * 40 * n, ensure_ascii=False),
+    "latin and BMP": lambda n: json.dumps(["é", "Ā" * 3] * n, ensure_ascii=False),
+}
+
+
+@pytest.mark.parametrize("shape", list(_SHAPES))
+def test_json_memory_bounds_what_the_parser_allocates(shape):
+    """The estimate a document is refused by is an upper bound of json.loads's own peak
+    (beside the text, which it also counts), for the shapes an attacker would pick."""
+    import sys
+
+    from provenance.model.inputs import json_memory
+
+    text = _SHAPES[shape](50_000)
+    assert json_memory(text) - sys.getsizeof(text) >= _allocated(text)
+
+
+def test_a_json_document_over_the_memory_bound_is_refused_in_one_line():
+    from provenance.model.inputs import MAX_JSON_MEMORY
+
+    text = json.dumps([{}] * (MAX_JSON_MEMORY // 160 + 1))  # ~2.4 MB of text
+    with pytest.raises(InputError, match="in memory once parsed") as exc:
+        parse_json(text, "x")
+    assert len(str(exc.value).splitlines()) == 1
+
+
+@pytest.mark.parametrize("text", ["abc", "é" * 10, "Ā" * 10, "\U0001F600" + "x" * 10,
+                                  "x" * 10 + "é" + "\u20ac"])
+def test_text_memory_is_what_the_decoded_string_takes(text):
+    """Judged from the bytes, before decoding: CPython's own size of the decoded string."""
+    import sys
+
+    from provenance.model.inputs import text_memory
+
+    data = text.encode()
+    overhead = sys.getsizeof("") if text.isascii() else sys.getsizeof("é") - 1
+    assert text_memory(data) >= sys.getsizeof(data.decode()) - overhead - 8
+
+
+def test_many_open_quotes_are_skipped_in_one_pass():
+    """An unterminated string runs to the end (`"\\"` repeated: each quote used to start a
+    scan to the end of the text); the document is still refused as malformed JSON."""
+    with pytest.raises(InputError, match="not JSON"):
+        parse_json('"\\"' * 200_000, "x")
+
+
 @pytest.mark.parametrize("text,needle", [
     ('{"a": "\\udcff"}', "lone UTF-16 surrogate"),
     ('{"\\ud800": 1}', "lone UTF-16 surrogate"),

@@ -149,7 +149,7 @@ def test_a_model_directory_against_the_digests_its_run_recorded(penv, tmp_path, 
 @pytest.mark.parametrize("args, message", [
     (["--model", "{tmp}/nope", "--run", "x"], "not a directory"),
     (["--model", "{model}"], "needs --run RUN and/or --signature"),
-    (["--run", "x"], "give --model DIR"),
+    (["--run", "x"], "--run works only with --model"),
     (["--model", "{model}", "--signature", "{model}/config.json", "--no-signature"],
      "in-toto Statement v1"),
     (["--model", "{model}", "--signature", "{tmp}/absent.sig", "--no-signature"], "absent.sig"),

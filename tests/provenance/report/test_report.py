@@ -63,6 +63,28 @@ def test_real_divergence_report(real_diverge, tmp_path):
     assert all(v == 0 for v in heat["values"][0]) and all(v == 1 for v in heat["values"][-1])
     for item in ("kl direction", "vocabulary truncation", "calibration data"):
         assert item in html
+    # the summary shows every figure the result holds, as recorded (llama.cpp's, exllamav3's,
+    # the noise floor of the reference against its repeat)
+    import html as html_lib
+
+    rows = {html_lib.unescape(k): html_lib.unescape(v) for k, v in
+            re.findall(r"<tr><td>([^<]+)</td><td>([^<]*)</td></tr>", html)}
+    summ = doc["summary"]
+    n = summ["positions"]
+    assert rows["noise floor (reference vs its repeat)"] == \
+        f"0 (bit-identical repeat: {n}/{n} positions bit-identical)"
+    assert rows["top-5 agreement (exllamav3)"] == f"{summ['topk_agreement']['5']:.4%}"
+    assert rows["top-10 agreement (exllamav3)"] == f"{summ['topk_agreement']['10']:.4%}"
+    ratio = summ["perplexity"]["ratio"]
+    assert rows["PPL(cand)/PPL(ref)"].startswith(f"{ratio['value']:.6f} ± "
+                                                 f"{ratio['stderr']:.6f}")
+    assert rows["top-1 agreement (llama.cpp: same top p)"].startswith(
+        f"{summ['top1_agreement']:.4%} ± {summ['same_top_p']['stderr']:.4%}")
+    for name, b in summ["kl_by_confidence"].items():
+        assert rows[f"KL(ref‖cand) where ref p(top-1) in {name}"].startswith(
+            f"{b['share']:.1%} of positions ({b['count']})")
+    assert rows["RMS Δp"].startswith(f"{summ['delta_p']['rms']:.3e} ± ")
+    assert "noise floor (reference vs its repeat)" in stdout  # `prov run diverge`'s table
     # `prov run diverge` printed the sparkline under its table
     n_dis = int((~arrays["agree"]).sum())
     assert f"top-1 disagreement along the context (767 positions, {n_dis} disagree): " in stdout
