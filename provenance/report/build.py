@@ -1,7 +1,7 @@
 """Loaded target -> the page's data: summary rows, series, heatmap, tables, text.
 
 Everything numeric the page plots goes into one JSON document embedded in the page;
-tables and the highlighted text are rendered here as escaped HTML.
+the highlighted text is laid out by textview.py; the markup is in templates/ (render.py).
 """
 
 from __future__ import annotations
