@@ -67,6 +67,11 @@ def build_report(target: str, *, store: str | None = None, model: Path | None = 
         rec = next(iter(ld.records.values()))
         title += f" {rec.get('run_id')}"
         sections.append(render.section("Run", render.table(build.run_rows(rec)), "summary"))
+        sections.append(render.section("Engine and what the run read",
+                                       render.facts_section(build.inside_rows(rec)), "engine"))
+        sections.append(render.section("Outputs and logs",
+                                       render.outputs_section(build.output_rows(rec)),
+                                       "outputs"))
     elif ld.kind == "sweep":
         title += f" — {doc.get('name') or target}"
         rows = [("spec digest", doc.get("spec_digest", "-")), ("cells", len(doc["cells"])),
@@ -80,7 +85,12 @@ def build_report(target: str, *, store: str | None = None, model: Path | None = 
         data["heatmap"] = heat
         sections.append(render.section("Hidden-state divergence (layer × block digests)",
                                        render.heatmap_section(heat), "heatmap"))
-    if ld.kind in ("diverge", "comparison", "repeat"):
+    if ld.kind == "repeat":
+        sections.append(render.section(
+            "Gate: each repeat against run 0 (nothing declared to vary)",
+            render.repeat_gate_section(build.repeat_gate_rows(doc), ld.comparison,
+                                       _context_changes(ld)), "comparison"))
+    if ld.kind in ("diverge", "comparison"):
         sections.append(render.section(
             "Comparison: declared variables and manifest diff",
             render.comparison_section(ld.comparison, doc.get("comparison"),

@@ -104,6 +104,14 @@ def heatmap_section(heat: dict[str, Any]) -> str:
     return html("heatmap.html", heat=heat)
 
 
+def facts_section(rows: list[tuple[str, str]]) -> str:
+    return html("facts.html", rows=rows)
+
+
+def outputs_section(rows: list[tuple[str, str, str, str]]) -> str:
+    return html("outputs.html", rows=rows)
+
+
 def comparison_section(rec: dict[str, Any] | None, inline: dict[str, Any] | None,
                        context_changes: list | None) -> str:
     sides = diff = inline_rows = None
@@ -122,6 +130,13 @@ def comparison_section(rec: dict[str, Any] | None, inline: dict[str, Any] | None
     context = [(c.key, c.change, c.a, c.b) for c in context_changes or []]
     return html("comparison.html", rec=rec, inline=inline, sides=sides, diff=diff,
                 vary=(rec or {}).get("vary") or [], inline_rows=inline_rows, context=context)
+
+
+def repeat_gate_section(rows: list[tuple[str, str, str, str]], rec: dict[str, Any] | None,
+                        context_changes: list | None) -> str:
+    """Each repeat's gate; then the first pair's stored comparison record, when found."""
+    detail = comparison_section(rec, None, context_changes) if rec is not None else None
+    return html("repeat_gate.html", rows=rows, detail=detail)
 
 
 def _sides(ch: dict[str, Any]) -> tuple[Any, Any, Any]:
