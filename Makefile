@@ -1,5 +1,5 @@
-# The two set-up commands of the README: `make run` and `make test`.
-# Both create their own virtual environment; `make test` also installs the Debian packages
+# The set-up commands of the README: `make run`, `make test` and `make test-fast`.
+# Each creates its own virtual environment; `make test` also installs the Debian packages
 # its tests need (as root, or through sudo) and builds test fixtures in ~/.cache/prov-tests.
 
 PYTHON ?= python3
@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 # Debian packages the test suite uses (oracles and real parts nobody here wrote).
 APT_PACKAGES ?= dpkg debootstrap skopeo docker.io docker-registry zstd openssl chromium chromium-driver
 
-.PHONY: run test lint venv apt clean lock verify-lock
+.PHONY: run test test-fast lint venv apt clean lock verify-lock
 
 # The development environment is installed from the project's own lock, produced by prov
 # (`make lock` refreshes it), and verified against it before the tests run.
@@ -50,6 +50,24 @@ lint: venv
 
 test: venv apt lint verify-lock
 	$(BIN)/python -m pytest -q -ra $(PYTEST_ARGS)
+
+# The fast lane (under 2 minutes on a 2-core machine): the unit tests of the model, gate,
+# store, lockfiles, analysis and parsers, and the docs and import-rule checks; no engine,
+# docker, debootstrap, Ray or chromium, no venv built. Tests over a few seconds in these
+# paths are marked `slow` and left to `make test`, which runs everything (CI runs that);
+# the lane prints its five slowest tests, so a new slow one shows.
+FAST_TESTS := tests/test_import_rules.py tests/test_docs_links.py tests/test_docs_cli.py \
+	tests/test_docs_presets.py tests/test_docs_disclosure.py \
+	tests/provenance/model tests/hostile/model tests/provenance/store tests/provenance/gate \
+	tests/lockfiles tests/runners/test_analysis.py tests/runners/test_repeat_verdict.py \
+	tests/runners/test_disclosure.py tests/runners/workstream/test_reader.py \
+	tests/runners/workstream/test_checks.py tests/runners/sweep/test_spec.py \
+	tests/containers/catalogers tests/containers/test_walk.py tests/containers/test_reference.py \
+	tests/hostile/containers/test_tar_properties.py tests/provenance/report/test_series.py \
+	tests/provenance/report/test_golden.py tests/provenance/selftest/test_verdicts.py
+
+test-fast: venv
+	$(BIN)/python -m pytest -q -ra --durations=5 -m "not slow" $(FAST_TESTS) $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

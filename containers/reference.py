@@ -71,10 +71,13 @@ def parse_reference(text: str) -> Reference:
 def split_source(source: str) -> tuple[str, str]:
     """`kind:value`; a bare reference means the Docker daemon."""
     kind, sep, value = source.partition(":")
-    if sep and kind in KINDS:
-        if not value:
-            raise ImageError(f"{source!r}: nothing after {kind}:")
-        return kind, value
+    if sep and kind in KINDS and not value:
+        raise ImageError(f"{source!r}: nothing after {kind}:")
     if sep and kind in ("oci-archive", "docker-daemon"):
-        return ("oci" if kind == "oci-archive" else "docker"), value
-    return "docker", source
+        kind, value = ("oci" if kind == "oci-archive" else "docker"), value
+    elif not (sep and kind in KINDS):
+        kind, value = "docker", source
+    if kind in ("docker", "registry") and not value.isascii():
+        # OCI distribution's reference grammar is ASCII; the daemon's HTTP client would choke
+        raise ImageError(f"{source!r}: an image reference is ASCII (letters, digits, ._-/:@)")
+    return kind, value

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from provenance.model.names import normalize_name as normalize
+from packaging.utils import canonicalize_name
 
 
 @dataclass(frozen=True)
@@ -82,7 +82,7 @@ def pick(filenames: list[str], name: str, version: str, tags: frozenset[str] | N
     wheels = []
     for f in filenames:
         key = _wheel_key(f)
-        if key and key[0] == normalize(name) and same_version(key[1]):
+        if key and key[0] == canonicalize_name(name) and same_version(key[1]):
             wheels.append((f, key[2]))
     if tags:
         exact = [f for f, t in wheels if t == tags]
@@ -93,7 +93,7 @@ def pick(filenames: list[str], name: str, version: str, tags: frozenset[str] | N
     sdists = [
         f
         for f in filenames
-        if (k := _sdist_key(f)) and k[0] == normalize(name) and same_version(k[1])
+        if (k := _sdist_key(f)) and k[0] == canonicalize_name(name) and same_version(k[1])
     ]
     return sdists[:1]
 
@@ -178,7 +178,7 @@ class SimpleIndex:
         """filename -> (sha256, url) for every file the index lists for `name`."""
         if self.unreachable:
             return {}
-        page = f"{self.url.rstrip('/')}/{normalize(name)}/"
+        page = f"{self.url.rstrip('/')}/{canonicalize_name(name)}/"
         request = urllib.request.Request(
             page, headers={"Accept": "application/vnd.pypi.simple.v1+json, text/html;q=0.1"}
         )

@@ -33,10 +33,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from lockfiles.errors import LockError
+from lockfiles.kind import LockKind
 from provenance.model.toml_writer import key as toml_key
 from provenance.model.toml_writer import scalar, string
 
-IMAGE_LOCK_KIND = "prov-image-lock"
+IMAGE_LOCK_KIND = LockKind.IMAGE
 LOCK_VERSION = 3
 READ_VERSIONS = (1, 2, 3)
 # the finding kinds of containers.verify.KINDS (lockfiles may not import containers; a test

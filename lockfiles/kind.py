@@ -1,23 +1,31 @@
-"""Which kind of lock a file is, from its text: an image lock, a PEP 751 pylock, or neither."""
+"""Which kind of lock a file is: the one enumeration of lock kinds, and `lock_kind(text)`,
+which tells an image lock from a PEP 751 pylock by its content."""
 
 from __future__ import annotations
 
+from enum import StrEnum
+
 from lockfiles.errors import LockError
-from lockfiles.image_lock import IMAGE_LOCK_KIND
-
-PYLOCK_KIND = "pylock"
 
 
-def lock_kind(text: str, origin: str = "lock") -> str:
-    """`prov-image-lock`, `pylock` or `unknown`."""
+class LockKind(StrEnum):
+    PYLOCK = "pylock"  # PEP 751 pylock.toml
+    UV_LOCK = "uv.lock"
+    REQUIREMENTS = "requirements"  # a requirements file (pip's format)
+    IMAGE = "prov-image-lock"  # `prov pin`'s image lock (its `kind` key says so)
+    UNKNOWN = "unknown"
+
+
+def lock_kind(text: str, origin: str = "lock") -> LockKind:
+    """`LockKind.IMAGE`, `LockKind.PYLOCK` or `LockKind.UNKNOWN`."""
     import tomlkit
 
     try:
         doc = tomlkit.parse(text)
     except Exception as exc:  # tomlkit raises several unrelated types
         raise LockError(f"{origin}: malformed TOML: {exc}") from None
-    if doc.get("kind") == IMAGE_LOCK_KIND:
-        return IMAGE_LOCK_KIND
+    if doc.get("kind") == LockKind.IMAGE:
+        return LockKind.IMAGE
     if "lock-version" in doc and "packages" in doc:
-        return PYLOCK_KIND
-    return "unknown"
+        return LockKind.PYLOCK
+    return LockKind.UNKNOWN

@@ -51,7 +51,7 @@ class LockResult:
 
 def _dist_info(location: str, name: str, version: str) -> Path | None:
     """The installed `.dist-info` directory of name==version under `location`, if present."""
-    from lockfiles.artifacts import normalize
+    from packaging.utils import canonicalize_name
 
     base = Path(location)
     if not location or not base.is_dir():
@@ -59,7 +59,7 @@ def _dist_info(location: str, name: str, version: str) -> Path | None:
     for info in base.glob("*.dist-info"):
         stem = info.name[: -len(".dist-info")]
         dist_name, _, dist_version = stem.rpartition("-")
-        if normalize(dist_name) == normalize(name) and dist_version == version:
+        if canonicalize_name(dist_name) == canonicalize_name(name) and dist_version == version:
             return info
     return None
 
@@ -211,6 +211,16 @@ class Found:
     tags: frozenset[str] | None
     origin: Origin
     why: str = ""  # without artifacts: what was asked and why nothing answered
+
+
+def require_python(manifest: Manifest, label: str) -> None:
+    """A manifest with an interpreter and packages to lock or verify; refused otherwise
+    (`label`: what it was taken of, as the source resolver names it)."""
+    py = manifest.facts.get("python")
+    if isinstance(py, str):  # "unavailable: ..." (the collector could not run it)
+        raise LockError(f"cannot inspect the {label}: {py}")
+    if not isinstance(py, dict) or not py.get("packages") or not py.get("version"):
+        raise LockError(f"{label}: no Python interpreter or packages found; nothing to lock")
 
 
 def write_pylock(manifest: Manifest, sources: Sources, lock_dir: Path) -> LockResult:

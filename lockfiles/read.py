@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from lockfiles.errors import LockError
+from lockfiles.kind import LockKind
 
 
 @dataclass(frozen=True)
@@ -31,7 +32,7 @@ class LockedPackage:
 
 @dataclass
 class Lock:
-    kind: str  # "pylock", "uv.lock", "requirements"
+    kind: LockKind
     created_by: str
     packages: list[LockedPackage]
     environments: list[str] = field(default_factory=list)
@@ -93,7 +94,7 @@ def read_pylock(path: Path, data: dict[str, Any]) -> Lock:
             )
         )
     return Lock(
-        kind="pylock",
+        kind=LockKind.PYLOCK,
         created_by=lock.created_by,
         packages=packages,
         environments=[str(m) for m in lock.environments or []],

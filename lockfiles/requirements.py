@@ -26,8 +26,10 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from lockfiles.artifacts import normalize
+from packaging.utils import canonicalize_name
+
 from lockfiles.errors import LockError
+from lockfiles.kind import LockKind
 from lockfiles.read import Lock, LockedPackage
 
 _COMMENT = re.compile(r"(^|\s+)#.*$")
@@ -124,7 +126,7 @@ def _requirement(line: Line, text: str) -> LockedPackage:
         first = str(exc).splitlines()[0]  # packaging adds the text and a caret below
         message = f"{line.where()}: not a valid requirement ({first}): {text[:60]!r}"
         raise LockError(message) from None
-    name = normalize(req.name)
+    name = canonicalize_name(req.name)
     marker = str(req.marker) if req.marker is not None else None
     if req.url:
         return LockedPackage(name, None, source="url", marker=marker)
@@ -143,7 +145,7 @@ def _requirement(line: Line, text: str) -> LockedPackage:
 def _editable(line: Line, target: str) -> LockedPackage:
     egg = re.search(r"#egg=([A-Za-z0-9][A-Za-z0-9._-]*)", target)
     if egg:
-        return LockedPackage(normalize(egg.group(1)), None, source="editable")
+        return LockedPackage(canonicalize_name(egg.group(1)), None, source="editable")
     local = re.sub(r"\[[^\]]*\]$", "", target.removeprefix("file://"))  # `-e .[dev]`
     tree = (line.path.parent / local).resolve()
     try:
@@ -153,7 +155,7 @@ def _editable(line: Line, target: str) -> LockedPackage:
     except (OSError, ValueError, KeyError, TypeError):
         raise LockError(f"{line.where()}: editable {target!r}: no #egg= name and no "
                         "[project] name in its pyproject.toml") from None
-    return LockedPackage(normalize(str(name)), None, source="editable")
+    return LockedPackage(canonicalize_name(str(name)), None, source="editable")
 
 
 @dataclass
@@ -195,5 +197,5 @@ def read_requirements(path: Path) -> Lock:
     for a full pin set (every version requirement `==`-pinned with `--hash`)."""
     read = _Read([])
     _read(Path(path), (), constraint=False, out=read)
-    return Lock(kind="requirements", created_by="requirements.txt", packages=read.packages,
+    return Lock(kind=LockKind.REQUIREMENTS, created_by="requirements.txt", packages=read.packages,
                 exact=read.hashed_pins > 0 and read.others == 0)

@@ -16,8 +16,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from lockfiles.artifacts import normalize
+from packaging.utils import canonicalize_name
+
 from lockfiles.errors import LockError
+from lockfiles.kind import LockKind
 from lockfiles.read import Lock, LockedPackage
 
 DEFAULT_GROUPS = ("dev",)
@@ -28,7 +30,7 @@ def _entries(path: Path, data: dict[str, Any]) -> dict[str, list[dict[str, Any]]
     for pkg in data.get("package", []):
         if not isinstance(pkg, dict) or not isinstance(pkg.get("name"), str):
             raise LockError(f"{path}: a [[package]] entry has no name")
-        by_name.setdefault(normalize(pkg["name"]), []).append(pkg)
+        by_name.setdefault(canonicalize_name(pkg["name"]), []).append(pkg)
     return by_name
 
 
@@ -41,11 +43,11 @@ def _roots(data: dict[str, Any], by_name: dict[str, list[dict[str, Any]]]) -> li
     if at_root:
         return at_root
     members = (data.get("manifest") or {}).get("members") or []
-    return [by_name[normalize(m)][0] for m in members if normalize(m) in by_name]
+    return [by_name[canonicalize_name(m)][0] for m in members if canonicalize_name(m) in by_name]
 
 
 def _target(edge: dict[str, Any], by_name: dict[str, list[dict]], path: Path) -> dict:
-    name = normalize(str(edge.get("name", "")))
+    name = canonicalize_name(str(edge.get("name", "")))
     candidates = by_name.get(name)
     if not candidates:
         raise LockError(f"{path}: a dependency names {name!r}, which has no [[package]]")
@@ -96,7 +98,7 @@ def _locked(pkg: dict[str, Any]) -> LockedPackage:
     source = pkg.get("source") or {}
     kind = next(iter(source), "") if isinstance(source, dict) else ""
     is_tree = kind in ("editable", "directory")
-    return LockedPackage(normalize(pkg["name"]), None if is_tree else pkg.get("version"),
+    return LockedPackage(canonicalize_name(pkg["name"]), None if is_tree else pkg.get("version"),
                          source=kind)
 
 
@@ -107,7 +109,7 @@ def read_uv_lock(path: Path, data: dict[str, Any]) -> Lock:
     everything = [_locked(p) for entries in by_name.values() for p in entries
                   if "virtual" not in (p.get("source") or {})]
     return Lock(
-        kind="uv.lock",
+        kind=LockKind.UV_LOCK,
         created_by="uv",
         packages=everything,
         requires_python=data.get("requires-python"),

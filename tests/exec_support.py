@@ -24,19 +24,24 @@ def prov_cache(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("prov-cache")
 
 
-@pytest.fixture
-def penv(tmp_path, prov_cache) -> dict[str, str]:
-    """Environment for `prov`: a fresh store, the session's snapshot cache, wide tables."""
+def prov_env(store: Path, cache: Path) -> dict[str, str]:
+    """Environment for `prov`: the store `store`, the snapshot cache `cache`, wide tables."""
     env = dict(os.environ)
     env.update(
         {
-            "PROV_STORE": str(tmp_path / "store"),
-            "PROV_CACHE_DIR": str(prov_cache),
+            "PROV_STORE": str(store),
+            "PROV_CACHE_DIR": str(cache),
             "COLUMNS": "250",
             "PROV_NO_PYPROJECT": "1",
         }
     )
     return env
+
+
+@pytest.fixture
+def penv(tmp_path, prov_cache) -> dict[str, str]:
+    """Environment for `prov`: a fresh store, the session's snapshot cache, wide tables."""
+    return prov_env(tmp_path / "store", prov_cache)
 
 
 def prov(

@@ -43,7 +43,9 @@ NO_RECORD = "unavailable: no RECORD (egg-info or foreign installer)"
 
 
 def normalize_name(name: str) -> str:
-    """PEP 503 normalised project name."""
+    """PEP 503 normalised project name: `packaging.utils.canonicalize_name`, written out
+    because this module runs inside interpreters that need not have `packaging` (see the
+    module's docstring); the rest of prov calls packaging's. A test holds them equal."""
     return _NORMALIZE.sub("-", name).lower()
 
 

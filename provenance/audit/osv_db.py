@@ -18,7 +18,6 @@ from provenance.audit.base import AuditBackend, AuditResult, Finding, Package
 from provenance.model.errors import ProvError
 from provenance.model.inputs import decode_text, parse_json, read_input, shown
 from provenance.model.text import escape_surrogates
-from provenance.sbom.metadata import normalize
 
 
 @dataclass(frozen=True)
@@ -32,6 +31,8 @@ class Advisory:
 
 def load_db(root: Path) -> tuple[dict[str, list[Advisory]], dict[str, Any]]:
     """name -> advisories, plus the database facts (digest, count, newest modified)."""
+    from packaging.utils import canonicalize_name
+
     root = Path(root)
     if not root.is_dir():
         raise ProvError(f"--osv-db {root}: not a directory")
@@ -63,7 +64,7 @@ def load_db(root: Path) -> tuple[dict[str, list[Advisory]], dict[str, Any]]:
             modified=modified,
             affected=pypi,
         )
-        for name in sorted({normalize(a["package"]["name"]) for a in pypi}):
+        for name in sorted({canonicalize_name(a["package"]["name"]) for a in pypi}):
             index.setdefault(name, []).append(adv)
     digest = "sha256:" + hashlib.sha256("\n".join(lines).encode()).hexdigest()
     facts = {"path": str(root), "digest": digest, "records": count, "newest_modified": newest}
@@ -107,9 +108,11 @@ def _in_range(version, events: list[dict[str, Any]]) -> bool:
 
 def matches(adv: Advisory, name: str, version) -> tuple[bool, tuple[str, ...]]:
     """(affected?, fix versions) for one package version."""
+    from packaging.utils import canonicalize_name
+
     hit, fixes = False, set()
     for entry in adv.affected:
-        if normalize(entry["package"]["name"]) != name:
+        if canonicalize_name(entry["package"]["name"]) != name:
             continue
         if str(version) in {str(v) for v in entry.get("versions") or []}:
             hit = True

@@ -45,7 +45,7 @@ def render_outputs(c, con) -> None:
     if c.outputs is None:
         side = c.a if c.a.run is None else c.b
         name = "A" if side is c.a else "B"
-        _plain(con, f"outputs: not compared ({name} is {SIDE_WORDS.get(side.type, side.type)},"
+        _plain(con, f"outputs: not compared ({name} is {SIDE_WORDS.get(side.kind, side.kind)},"
                     " not a run)")
         return
     if not c.outputs:
@@ -117,8 +117,8 @@ UNFINISHED_WORDS = {
 
 def _render(c, con) -> None:
     result, a, b = c.result, c.a, c.b
-    con.print(f"A: {a.type} {a.ref}  identity {result.diff.digest_a}")
-    con.print(f"B: {b.type} {b.ref}  identity {result.diff.digest_b}")
+    con.print(f"A: {a.kind} {a.ref}  identity {result.diff.digest_a}")
+    con.print(f"B: {b.kind} {b.ref}  identity {result.diff.digest_b}")
     for side, state in c.unfinished.items():
         run = (a if side == "a" else b).run
         _plain(con, f"note: {side.upper()} (run {run.run_id[:12]}) is {UNFINISHED_WORDS[state]}")
@@ -172,9 +172,10 @@ def compare(
     A comparison that passes is recorded in the store with the keys that varied. Beside the
     verdict, each declared output is stated identical, differing or missing on a side.
     """
-    from provenance.cli.gating import policy_exit, read_policy, render_policy
+    from provenance.cli.gating import read_policy, render_policy
     from provenance.cli.output import console, print_json
     from provenance.gate import compare_runs
+    from provenance.model.policy import policy_exit
     from provenance.store import open_store
 
     pol = read_policy(policy)

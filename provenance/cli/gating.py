@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from provenance.model import split_key
-from provenance.model.errors import EXIT_REFUSED, ProvError
+if TYPE_CHECKING:
+    from provenance.gate.pair import GatePassed
 
 
 def default_out(kind: str) -> Path:
@@ -24,51 +24,27 @@ def launcher(standalone: bool = False, store=None):
 
 
 def gate_check(vary: list[str], store=None, standalone: bool = False):
-    """The comparison gate over two worker runs (`compare_runs`, as `prov compare` does).
-
-    Refuses (exit 3, a table of every differing identity key on stderr) unless each
+    """The comparison gate over two worker runs (`provenance.gate.pair`, as `prov compare`
+    gates): refuses (exit 3, a table of every differing identity key on stderr) unless each
     difference is covered by a --vary; a passing comparison is recorded in the store.
     """
     if standalone:
         return None
 
-    def check(ref, cand) -> dict[str, Any]:
-        from provenance.cli.output import change_table, console
-        from provenance.gate import compare_runs
+    def check(ref, cand) -> GatePassed:
+        from provenance.gate.pair import GateRefused, gate_pair
         from provenance.store import open_store
 
-        c = compare_runs(store or open_store(), ref.run_id, cand.run_id, list(vary))
-        if not c.ok:
-            refused = c.result.refused
-            change_table(f"REFUSED: {len(refused)} identity key(s) differ and no "
-                         "--vary covers them", refused, console(stderr=True))
-            keys = [ch.key for ch in refused]
-            shown = _summary(keys)
-            raise ProvError(
-                f"refused: runs {ref.run_id} and {cand.run_id} differ in {len(keys)} identity "
-                f"key(s) not covered by --vary {' '.join(vary) or '(none)'}: {shown}",
-                EXIT_REFUSED)
-        doc = c.to_json()
-        return {"gate": "passed", "comparison_record": c.record, "vary": list(vary),
-                "varied_keys": {spec: sorted(v["keys"]) for spec, v in doc["varied"].items()},
-                "ignored_keys": sorted(doc["ignored"]), "identical": doc["identical"],
-                "loaded_libraries_compared": c.libraries_compared}
+        try:
+            return gate_pair(store or open_store(), ref.run_id, cand.run_id, vary)
+        except GateRefused as exc:
+            from provenance.cli.output import change_table, console
+
+            change_table(f"REFUSED: {len(exc.refused)} identity key(s) differ and no "
+                         "--vary covers them", exc.refused, console(stderr=True))
+            raise
 
     return check
-
-
-def _summary(keys: list[str], most: int = 8) -> str:
-    """The refused keys in one line: every key when few, else where they are (the first two
-    segments of each key, largest groups first), so a long list still says what differs."""
-    if len(keys) <= most:
-        return ", ".join(keys)
-    groups: dict[str, int] = {}
-    for key in keys:
-        head = ".".join(split_key(key)[:2])
-        groups[head] = groups.get(head, 0) + 1
-    ranked = sorted(groups.items(), key=lambda kv: (-kv[1], kv[0]))
-    shown = ", ".join(f"{head} ({n})" for head, n in ranked[:most])
-    return shown + (f" (+{len(ranked) - most} more groups)" if len(ranked) > most else "")
 
 
 # ---- the acceptance policy (--policy FILE) ------------------------------------------------
@@ -85,13 +61,6 @@ def recorded_policy(result: Path) -> dict[str, Any] | None:
     import json
 
     return json.loads((Path(result) / "result.json").read_text()).get("policy")
-
-
-def refused_under(policy, exc: ProvError) -> ProvError:
-    """A gate refusal under a policy is its NOT_COMPARABLE verdict (exit 3)."""
-    if policy is None or exc.exit_code != EXIT_REFUSED:
-        return exc
-    return ProvError(f"{exc}; policy {policy.path}: NOT_COMPARABLE", EXIT_REFUSED)
 
 
 def render_policy(block: dict[str, Any], con) -> None:
@@ -112,10 +81,3 @@ def _observed(v: Any) -> str:
     import json
 
     return "-" if v is None else (f"{v:.6g}" if isinstance(v, float) else json.dumps(v))
-
-
-def policy_exit(block: dict[str, Any] | None, default: int = 0) -> int:
-    """The exit status: the policy's verdict when there is one, else the command's own."""
-    from provenance.model.policy import VERDICT_EXIT
-
-    return default if block is None else VERDICT_EXIT[block["verdict"]]

@@ -21,31 +21,15 @@ def source_manifest(
     verify_files: bool,
     python: str | None = None,
 ):
-    """The manifest to lock or verify: a file, a run, an image, or a live environment."""
-    if sum(x is not None for x in (manifest, image, run, python)) > 1:
-        raise ProvError("give at most one of --manifest, --image, --run, --python")
-    from provenance.store.resolve import load_manifest
+    """The manifest to lock or verify: a file, a run, an image, or a live environment
+    (the one source resolver, `provenance.sbom.resolve_subject`), with Python packages."""
+    from lockfiles.pylock import require_python
+    from provenance.sbom import resolve_subject
 
-    if manifest is not None:
-        return load_manifest(manifest)
-    if run is not None:
-        return load_manifest(run)
-    if image is not None:
-        from containers import scan_image
-        from provenance.model import Manifest
-
-        facts = scan_image(image).facts()
-        py = facts.get("python")
-        if not isinstance(py, dict) or not py.get("packages") or not py.get("version"):
-            raise ProvError(f"{image}: no Python interpreter or packages found in the image; "
-                            "nothing to lock")
-        return Manifest(facts)
-    from provenance.snapshot import SnapshotOptions, take_snapshot
-
-    m = take_snapshot(SnapshotOptions(python=python, verify_files=verify_files))[0]
-    if isinstance(m.facts.get("python"), str):
-        raise ProvError(f"cannot inspect the environment: {m.facts['python']}")
-    return m
+    subject = resolve_subject(image=image, run=run, manifest=manifest, python=python,
+                              verify_files=verify_files)
+    require_python(subject.manifest, subject.label)
+    return subject.manifest
 
 
 @app.command()

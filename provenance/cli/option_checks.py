@@ -32,7 +32,8 @@ CONFLICTS: dict[str, tuple[tuple[str, str, str], ...]] = {
     "audit": (("--osv-db", "--osv-url", "--osv-db is offline"),
               ("--osv-db", "--timeout", "--osv-db asks no service")),
     "sweep": (("--ray", "--budget", "--budget works with the local executor only"),
-              ("--ray", "--jobs", "Ray places the cells; --jobs is for the local executor")),
+              ("--ray", "--jobs", "--jobs works with the local executor only; Ray places "
+               "the cells")),
     "selftest identity": (("--programs", "--gpu", "--programs runs on the CPU"),
                           ("--programs", "--alt-python", "--alt-python is a row of the matrix"),
                           ("--programs", "--tokens", "--tokens is the matrix's text length")),

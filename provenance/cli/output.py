@@ -98,11 +98,13 @@ def duration(seconds: float | None) -> str:
 
 def state_text(state: str, exit_status: int | None, signal: str | None = None) -> str:
     """`failed (exit 7)`, `failed (SIGKILL)`, `complete`, `running`."""
-    if state == "failed" and signal:
+    from provenance.store.states import RunState
+
+    if state == RunState.FAILED and signal:
         return f"failed ({signal})"
-    if state == "failed" and exit_status not in (None, 0):
+    if state == RunState.FAILED and exit_status not in (None, 0):
         return f"failed (exit {exit_status})"
-    return state
+    return str(state)
 
 
 def print_json(data: Any) -> None:

@@ -17,10 +17,8 @@ from provenance.cli.gating import (
     default_out,
     gate_check,
     launcher,
-    policy_exit,
     read_policy,
     recorded_policy,
-    refused_under,
     render_policy,
 )
 from provenance.cli.run_cmd import run_app
@@ -103,6 +101,7 @@ def replay(
     loop, each call checked (JSON, declared tool, schema, equal to the capture).
     """
     from provenance.cli.output import console, print_json
+    from provenance.model.policy import policy_exit, refused_under
     from runners import api
 
     pol = read_policy(policy)

@@ -17,10 +17,8 @@ from provenance.cli.gating import (
     default_out,
     gate_check,
     launcher,
-    policy_exit,
     read_policy,
     recorded_policy,
-    refused_under,
     render_policy,
 )
 from provenance.model.errors import ProvError
@@ -154,6 +152,7 @@ def diverge(
     the reference configuration once more, which must pass the gate with nothing declared.
     """
     from provenance.cli.output import console, print_json
+    from provenance.model.policy import policy_exit, refused_under
     from runners import api
 
     pol = read_policy(policy)
@@ -243,6 +242,7 @@ def invariance(
     differ, so the probes proved nothing). With --policy, the policy's verdict decides.
     """
     from provenance.cli.output import console, print_json
+    from provenance.model.policy import policy_exit
     from runners import api
 
     pol = read_policy(policy)

@@ -87,7 +87,9 @@ def summary_lines(facts: dict[str, Any], digest: str) -> list[tuple[str, str]]:
         )
     env = facts.get("env")
     if isinstance(env, dict):
-        redacted = sum(1 for v in env.values() if v == "<redacted>")
+        from provenance.model.classes import REDACTED
+
+        redacted = sum(1 for v in env.values() if v == REDACTED)
         rows.append(("env", f"{len(env)} relevant variables ({redacted} redacted)"))
     rows.append(("digest", digest))
     return rows
@@ -112,7 +114,9 @@ def run_snapshot(
         _snapshot_image(image, out, fmt, as_json)
         return
     if python is not None:
-        python = _interpreter_path(python)
+        from provenance.collectors.interpreter import interpreter_path, require_python_section
+
+        python = interpreter_path(python)
     from provenance.snapshot import SnapshotOptions, take_snapshot
 
     with _rehash_progress(verify_files, as_json) as progress:
@@ -120,7 +124,7 @@ def run_snapshot(
                                   progress=progress)
         manifest, warnings = take_snapshot(options)
     if python is not None:
-        _require_python_section(python, manifest.facts)
+        require_python_section(python, manifest.facts)
     stored = None
     if as_json or out is None:
         from provenance.snapshot_memo import digest_and_text
@@ -171,35 +175,6 @@ def _rehash_progress(verify_files: bool, as_json: bool) -> Iterator[Any]:
 
     with counter("re-hashing installed files:") as step:
         yield lambda done, total: step(done=done, total=total)
-
-
-def _interpreter_path(python: str) -> str:
-    """`--python` must name an executable file (a bare name is looked up on PATH, as the
-    shell would); anything else is bad input (exit 2)."""
-    import os
-
-    if os.sep not in python:
-        import shutil
-
-        python = shutil.which(python) or python
-    path = Path(python)
-    if not path.exists():
-        raise ProvError(f"--python {python}: no such file")
-    if path.is_dir():
-        raise ProvError(f"--python {python}: a directory, not an interpreter")
-    if not os.access(path, os.X_OK):
-        raise ProvError(f"--python {python}: not executable")
-    return python
-
-
-def _require_python_section(python: str, facts: dict[str, Any]) -> None:
-    """An interpreter the user named that could not be inspected is bad input: nothing is
-    stored or written (a manifest whose python section is `unavailable` would be)."""
-    section = facts.get("python")
-    if isinstance(section, dict):
-        return
-    reason = str(section).removeprefix("unavailable: ")
-    raise ProvError(f"--python {python}: not a Python interpreter prov can inspect ({reason})")
 
 
 def _snapshot_image(source: str, out: Path | None, fmt: str, as_json: bool) -> None:

@@ -189,8 +189,9 @@ def sweep(
     swept keys); 1: some cell failed, or was not started within --budget. With --policy, the
     policy's verdict over the cells decides.
     """
-    from provenance.cli.gating import policy_exit, read_policy
+    from provenance.cli.gating import read_policy
     from provenance.cli.output import console, print_json
+    from provenance.model.policy import policy_exit
     from provenance.store import open_store
     from runners import api
 
@@ -202,10 +203,7 @@ def sweep(
         raise ProvError(f"{sp.text}: no such text file", 2)
     store = open_store()
     con = console(stderr=as_json)
-    if ray and budget:
-        raise ProvError("--budget works with the local executor only (not with --ray)", 2)
-    if ray and jobs > 1:
-        raise ProvError("--jobs works with the local executor only (Ray places the cells)", 2)
+    # --ray with --budget or --jobs is refused by cli/option_checks before this runs
     if ray:
         try:
             executor = api.ray_executor(ray)

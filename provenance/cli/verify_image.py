@@ -1,4 +1,5 @@
-"""`prov verify --lock IMAGE-LOCK [SOURCE]`: scan the image and compare it with its lock.
+"""`prov verify --lock IMAGE-LOCK [SOURCE]`: the image checked against its lock
+(`lockfiles.verify_image`), rendered as a table or JSON.
 
 Environment locks (PEP 751 pylock.toml, uv.lock, requirements.txt) are routed by
 `prov verify` to `provenance.cli.lock_cmd` before reaching here; one that does is refused.
@@ -11,37 +12,19 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from lockfiles.image_lock import IMAGE_LOCK_KIND, Difference, compare, read_lock
-from lockfiles.kind import PYLOCK_KIND, lock_kind
-from provenance.model.errors import EXIT_DIFFERS, EXIT_OK, ProvError
+from lockfiles.image_lock import Difference
+from provenance.model.errors import EXIT_DIFFERS, EXIT_OK
 
 
 def verify_image_lock(lock: Path, source: str | None, as_json: bool) -> int:
     """0 when the image matches its lock, 1 when it differs; bad input raises ProvError."""
     from containers import scan_image
-    from provenance.model.inputs import read_text
+    from lockfiles.verify_image import check_image_lock
 
-    text = read_text(lock, "lock")  # regular files only, bounded, strict UTF-8
-    kind = lock_kind(text, str(lock))
-    if kind == PYLOCK_KIND:
-        raise ProvError(f"{lock}: an environment lock; check it with `prov verify --lock` alone")
-    if kind != IMAGE_LOCK_KIND:
-        raise ProvError(f"{lock}: not a lock prov knows (no kind or lock-version)")
-    doc = read_lock(text, str(lock))
-    source = source or doc["image"].get("source")
-    if not source:
-        raise ProvError(f"{lock}: no SOURCE given and none recorded in the lock")
-    # a format-1 lock has no file checks to compare: its image is not re-hashed per file
-    # a lock pinned with --all-files recorded the unlisted files: they are compared too
-    all_files = bool((doc.get("coverage") or {}).get("all_files"))
-    scan = scan_image(source, verify_files="files" in doc, all_files=all_files)
-    facts = scan.facts()
-    diffs = compare(doc, facts, scan.file_checks())
-    if as_json:
-        _print_json(lock, source, doc, facts, diffs)
-    else:
-        _print_table(lock, source, doc, facts, diffs)
-    return EXIT_DIFFERS if diffs else EXIT_OK
+    check = check_image_lock(lock, source, scan_image)
+    show = _print_json if as_json else _print_table
+    show(lock, check.source, check.lock, check.facts, check.differences)
+    return EXIT_OK if check.match else EXIT_DIFFERS
 
 
 def _print_json(lock: Path, source: str, doc: dict, facts: dict, diffs: list[Difference]) -> None:

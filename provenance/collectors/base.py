@@ -8,6 +8,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from provenance.model.facts import unavailable  # noqa: F401  (the snapshot imports it here)
+
 
 @dataclass
 class Collected:
@@ -23,10 +25,6 @@ class CollectorWarnings(list):
 
 
 Collector = Callable[[CollectorWarnings], dict[str, Any] | str]
-
-
-def unavailable(reason: str) -> str:
-    return f"unavailable: {reason}"
 
 
 def _one_line(exc: BaseException) -> str:

@@ -9,7 +9,11 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # annotations only (this module uses postponed annotations)
+    from provenance.model.sections import CpuSection
+
 
 # x86 and Arm flags that select different arithmetic kernels.
 _NUMERIC_FLAGS = re.compile(
@@ -36,8 +40,8 @@ def parse_cpuinfo(text: str) -> dict[str, Any]:
     }
 
 
-def collect(warnings: list[str]) -> dict[str, Any]:
-    section: dict[str, Any] = {"arch": os.uname().machine, "logical_cores": os.cpu_count() or 0}
+def collect(warnings: list[str]) -> CpuSection:
+    section: CpuSection = {"arch": os.uname().machine, "logical_cores": os.cpu_count() or 0}
     try:
         section["cores_available"] = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):

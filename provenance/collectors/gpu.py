@@ -10,7 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # annotations only (this module uses postponed annotations)
+    from provenance.model.sections import GpuDevice, GpuSection
+
 
 
 def _text(value: Any) -> str:
@@ -24,13 +28,13 @@ def _try(call: Callable[[], Any]) -> Any:
         return f"unavailable: {type(exc).__name__}"
 
 
-def _device(nv: Any, index: int) -> dict[str, Any]:
+def _device(nv: Any, index: int) -> GpuDevice:
     h = nv.nvmlDeviceGetHandleByIndex(index)
     major_minor = _try(lambda: nv.nvmlDeviceGetCudaComputeCapability(h))
     ecc = _try(lambda: nv.nvmlDeviceGetEccMode(h))
     mig = _try(lambda: nv.nvmlDeviceGetMigMode(h))
     compute_modes = {0: "default", 1: "exclusive_thread", 2: "prohibited", 3: "exclusive_process"}
-    dev: dict[str, Any] = {
+    dev: GpuDevice = {
         "name": _try(lambda: _text(nv.nvmlDeviceGetName(h))),
         "compute_capability": (
             f"{major_minor[0]}.{major_minor[1]}" if isinstance(major_minor, tuple) else major_minor
@@ -63,7 +67,7 @@ def kernel_driver_present() -> bool:
     return Path("/proc/driver/nvidia").exists() or Path("/dev/nvidiactl").exists()
 
 
-def collect(warnings: list[str]) -> dict[str, Any]:
+def collect(warnings: list[str]) -> GpuSection:
     if not kernel_driver_present():
         # Skips importing NVML (~12 ms) on machines that cannot have it working.
         return {"count": 0, "driver": "none: no NVIDIA kernel driver (/proc/driver/nvidia absent)"}
@@ -78,14 +82,15 @@ def collect(warnings: list[str]) -> dict[str, Any]:
         return {"count": 0, "driver": f"none: {_text(exc) or type(exc).__name__}"}
     try:
         cuda = _try(nv.nvmlSystemGetCudaDriverVersion_v2)
-        section: dict[str, Any] = {
-            "driver": _try(lambda: _text(nv.nvmlSystemGetDriverVersion())),
-            "cuda_driver": f"{cuda // 1000}.{cuda % 1000 // 10}" if isinstance(cuda, int) else cuda,
-            "nvml": _try(lambda: _text(nv.nvmlSystemGetNVMLVersion())),
-        }
+        driver = _try(lambda: _text(nv.nvmlSystemGetDriverVersion()))
+        nvml = _try(lambda: _text(nv.nvmlSystemGetNVMLVersion()))
         count = nv.nvmlDeviceGetCount()
-        section["count"] = count
-        section["devices"] = {str(i): _device(nv, i) for i in range(count)}
-        return section
+        return {
+            "driver": driver,
+            "cuda_driver": f"{cuda // 1000}.{cuda % 1000 // 10}" if isinstance(cuda, int) else cuda,
+            "nvml": nvml,
+            "count": count,
+            "devices": {str(i): _device(nv, i) for i in range(count)},
+        }
     finally:
         _try(nv.nvmlShutdown)

@@ -6,9 +6,12 @@ import datetime as dt
 import os
 import socket
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from provenance import __version__
+
+if TYPE_CHECKING:  # annotations only (this module uses postponed annotations)
+    from provenance.model.sections import HostSection
 
 
 def _read(path: str) -> str:
@@ -30,7 +33,7 @@ def in_container() -> str:
     return "none detected"
 
 
-def collect(warnings: list[str]) -> dict[str, Any]:
+def collect(warnings: list[str]) -> HostSection:
     return {
         "hostname": socket.gethostname(),
         "boot_id": _read("/proc/sys/kernel/random/boot_id"),

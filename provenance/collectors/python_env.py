@@ -16,6 +16,7 @@ import sys
 import sysconfig
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from containers.catalogers import (
     NO_RECORD,
@@ -26,6 +27,9 @@ from containers.catalogers import (
 )
 from containers.catalogers import headers as _headers
 from containers.catalogers import record_rows as _record_rows
+
+if TYPE_CHECKING:  # typing only: this module runs in interpreters without prov's dependencies
+    from provenance.model.sections import Interpreter
 
 
 def strip_url_credentials(text: str) -> str:
@@ -38,9 +42,9 @@ def strip_url_credentials(text: str) -> str:
     return strip(text)
 
 
-def interpreter() -> dict:
+def interpreter() -> Interpreter:
     build_no, build_date = platform.python_build()
-    facts = {
+    facts: Interpreter = {
         "implementation": sys.implementation.name,
         "version": platform.python_version(),
         "build": f"{build_no} ({build_date})",

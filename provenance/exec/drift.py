@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING
 
 from provenance.exec.environment import with_command_env, without_known
 from provenance.model.redact import KnownSecrets, store_key
 from provenance.snapshot_cache import CachedSnapshot, cached_snapshot, still_valid
 from provenance.store import Store
 
+if TYPE_CHECKING:  # annotations only (this module uses postponed annotations)
+    from provenance.store.record_types import Drift
+
 
 def check_drift(snap: CachedSnapshot, python: str | None, store: Store,
                 env_extra: Mapping[str, str] | None = None,
-                known: KnownSecrets | None = None) -> dict[str, Any]:
+                known: KnownSecrets | None = None) -> Drift:
     """The record's `drift` entry: the identity keys that changed, and the manifest after."""
     if still_valid(snap, python):
         return {"checked": True, "detected": False}

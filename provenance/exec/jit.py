@@ -196,10 +196,12 @@ def package_versions(snapshot_text: str) -> dict[str, str]:
         return {}
     if not isinstance(packages, dict):
         return {}
+    from packaging.utils import canonicalize_name
+
     wanted = {kind.package for kind in KINDS}
     out = {}
     for name, entry in packages.items():
-        canonical = re.sub(r"[-_.]+", "-", str(name)).lower()  # PEP 503
+        canonical = canonicalize_name(str(name))
         if canonical in wanted and isinstance(entry, dict) \
                 and isinstance(entry.get("version"), str):
             out[canonical] = entry["version"]

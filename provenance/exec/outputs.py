@@ -10,13 +10,16 @@ from __future__ import annotations
 import hashlib
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from provenance.exec.facts import FACTS_FILE
 from provenance.model import ProvError, canonical_json
 from provenance.model.inputs import read_json
 from provenance.model.redact import KnownSecrets, redact_tree, store_key
 from provenance.store.records import TREE_KIND, encode
+
+if TYPE_CHECKING:  # annotations only (this module uses postponed annotations)
+    from provenance.store.record_types import OutputEntry, StoredFile
 
 _CHUNK = 1 << 20
 
@@ -44,7 +47,7 @@ def _walk(root: Path) -> list[Path]:
     return sorted(found)
 
 
-def hash_output(path: Path, store) -> dict[str, Any]:
+def hash_output(path: Path, store) -> OutputEntry:
     """The record entry for one declared output."""
     try:
         if path.is_symlink() and not path.exists():
@@ -70,9 +73,10 @@ def hash_output(path: Path, store) -> dict[str, Any]:
     return {"type": "missing"}
 
 
-def hash_outputs(workdir: Path, outputs, store, warnings: list[str]) -> dict[str, Any]:
+def hash_outputs(workdir: Path, outputs, store,
+                 warnings: list[str]) -> dict[str, OutputEntry]:
     """Record entries for every declared output (relative paths are under `workdir`)."""
-    outs: dict[str, Any] = {}
+    outs: dict[str, OutputEntry] = {}
     for p in outputs:
         outs[str(p)] = hash_output(workdir / Path(p), store)
         if outs[str(p)]["type"] == "missing":
@@ -128,11 +132,11 @@ def _marked(data: bytes, spans: list[tuple[int, int]], key: bytes,
 
 
 def ingest_run_dir(run_dir: Path, store, skip: tuple[str, ...] = (),
-                   known: KnownSecrets | None = None) -> dict[str, Any]:
+                   known: KnownSecrets | None = None) -> dict[str, StoredFile]:
     """Copy every file under PROV_RUN_DIR into the store: relative path -> digest, size
     (but those under the top-level directories in `skip`); values the run's redaction hid
     (`known`) are hidden in them."""
-    out: dict[str, Any] = {}
+    out: dict[str, StoredFile] = {}
     if not run_dir.is_dir():
         return out
     for f in _walk(run_dir):

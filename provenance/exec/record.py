@@ -11,12 +11,15 @@ import resource
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from provenance.model.redact import KnownSecrets, redact_argv, redact_value, secrets_of_run
 from provenance.snapshot_cache import CachedSnapshot
-from provenance.store import RunRecord, Store
+from provenance.store import RunRecord, RunState, Store
 from provenance.store.records import new_run_id, now_iso, supervisor_identity
+
+if TYPE_CHECKING:  # annotations only (this module uses postponed annotations)
+    from provenance.store.record_types import GitFacts, Resources
 
 
 def _params(params: Mapping[str, Any] | None, known: KnownSecrets | None) -> dict[str, Any]:
@@ -40,14 +43,14 @@ def run_secrets(argv: Sequence[str], env_extra: Mapping[str, str] | None, name: 
 def started_record(argv: Sequence[str], *, name: str | None, workdir: Path,
                    tags: Mapping[str, str] | None, params: Mapping[str, Any] | None,
                    env_extra: Mapping[str, str] | None, snap: CachedSnapshot,
-                   manifest_obj: str, git_facts: dict[str, Any],
+                   manifest_obj: str, git_facts: GitFacts,
                    python: str | None, known: KnownSecrets | None = None) -> RunRecord:
     """The fields every record of the run carries (secrets redacted)."""
     from provenance import __version__
 
     return RunRecord(
         run_id=new_run_id(),
-        state="started",
+        state=RunState.STARTED,
         command=tuple(redact_argv(list(argv), known=known)),
         cwd=str(workdir),
         name=name,
@@ -75,7 +78,7 @@ def start_run(store: Store, record: RunRecord, snap: CachedSnapshot,
 
 
 def failed_record(record: RunRecord, error: str, exit_status: int, t0: float) -> RunRecord:
-    return record.replace(state="failed", error=error, ended_at=now_iso(),
+    return record.replace(state=RunState.FAILED, error=error, ended_at=now_iso(),
                           duration_s=round(time.time() - t0, 6), exit_status=exit_status)
 
 
@@ -97,7 +100,7 @@ def own_peak_rss_kb() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
 
-def resources(child_usage, usage_at_spawn, usage_at_exit) -> dict[str, Any]:
+def resources(child_usage, usage_at_spawn, usage_at_exit) -> Resources:
     """CPU and memory of the command and of prov (prov's own cost, while it ran, too)."""
     self_usage = resource.getrusage(resource.RUSAGE_SELF)
     return {

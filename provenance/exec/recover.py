@@ -31,7 +31,8 @@ from typing import Any
 from provenance.model.errors import ProvError
 from provenance.model.redact import store_key
 from provenance.store import RunRecord, Store
-from provenance.store.records import FINAL_STATES, now_iso
+from provenance.store.records import now_iso
+from provenance.store.states import FINAL_STATES, RunState
 
 LABELS = ("stdout", "stderr")
 LOCK_WAIT_S = 120.0  # another prov finishing the same run: wait for its record
@@ -144,7 +145,7 @@ def finish_abandoned(store: Store, record: RunRecord, previous: str) -> str:
     ended = _last_seen([*log_files, *probe_files], (record.live or {}).get("updated_at")
                        or record.started_at)
     final = base.replace(
-        state="abandoned", ended_at=ended, duration_s=_seconds(record.started_at, ended),
+        state=RunState.ABANDONED, ended_at=ended, duration_s=_seconds(record.started_at, ended),
         error=(f"abandoned: prov (pid {sup.get('pid')}) ended before it finished the record; "
                f"finished by prov pid {os.getpid()} at {now_iso()} from what the run left"),
         logs=logs or None, facts=facts or None, run_manifest=obj if facts else None,

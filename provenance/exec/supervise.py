@@ -28,7 +28,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from provenance.exec import process
 from provenance.exec.drift import check_drift
@@ -64,6 +64,10 @@ from provenance.snapshot_cache import CachedSnapshot
 from provenance.store import RunRecord, Store, open_store
 from provenance.store.objects import StoreFull, space_reason
 from provenance.store.records import now_iso
+from provenance.store.states import RunState
+
+if TYPE_CHECKING:  # annotations only (this module uses postponed annotations)
+    from provenance.store.record_types import LogEntry
 
 
 def redact_diff_bytes(diff: bytes, key: bytes,
@@ -77,7 +81,7 @@ class RunResult:
     run_id: str  # "" when the run could not be recorded
     exit_status: int
     record_digest: str
-    state: str  # complete, failed (prov or the exec itself failed), or unrecorded
+    state: RunState  # complete, failed (prov or the exec itself failed), or unrecorded
     record: RunRecord | None  # None when unrecorded
     interrupted: bool = False  # prov forwarded ^C, SIGTERM or SIGHUP to the command
     error: str | None = None  # why an unrecorded run was not recorded
@@ -207,7 +211,7 @@ def _without_record(argv: list[str], cwd, env_extra, stream: bool, reason: str) 
     except ProvError:
         workdir = None  # deleted: the command runs where prov runs, as a shell would run it
     done = run_unrecorded(argv, workdir, env_extra, stream, reason)
-    return RunResult("", done["exit_status"], "", "unrecorded", None, done["interrupted"],
+    return RunResult("", done["exit_status"], "", RunState.UNRECORDED, None, done["interrupted"],
                      done["error"])
 
 
@@ -252,7 +256,7 @@ def _execute(run: _Run, outputs: Sequence[str | Path], stream: bool,
     logs, lost = _close_logs(out_w, err_w)
     status, signame = process.exit_status(returncode)
     # a command that exited non-zero or was killed is a failed run (`failed (exit 7)`)
-    state = "complete" if status == 0 else "failed"
+    state = RunState.COMPLETE if status == 0 else RunState.FAILED
     final = run.record.replace(state=state, ended_at=now_iso(),
                                duration_s=round(ended - spawned, 6), exit_status=status,
                                logs=logs, signal=signame,
@@ -275,9 +279,9 @@ def _log_writer(run: _Run, label: str) -> RedactedLog | LostLog:
     return RedactedLog(writer, store_key(run.store.root), run.known)
 
 
-def _close_logs(out_w, err_w) -> tuple[dict[str, Any], list[str]]:
+def _close_logs(out_w, err_w) -> tuple[dict[str, LogEntry], list[str]]:
     """The log entries, and a warning per log the store could not take in full."""
-    logs: dict[str, Any] = {}
+    logs: dict[str, LogEntry] = {}
     lost: list[str] = []
     for label, w in (("stdout", out_w), ("stderr", err_w)):
         try:
@@ -307,7 +311,8 @@ def _final_not_stored(run: _Run, final: RunRecord, exc: BaseException) -> RunRes
         digest = run.started
         sys.stderr.write(f"prov: warning: run {run.record.run_id[:12]} not recorded "
                          f"({reason}); it will show as abandoned\n")
-    return RunResult(run.record.run_id, final.exit_status, digest, "complete", final)
+    # the command's own outcome stands (a non-zero exit is a failed run) whatever the store did
+    return RunResult(run.record.run_id, final.exit_status, digest, final.state, final)
 
 
 def _spawn_failed(run: _Run, exc: OSError) -> RunResult:
@@ -316,7 +321,7 @@ def _spawn_failed(run: _Run, exc: OSError) -> RunResult:
                           status, run.t0)
     shutil.rmtree(run.run_dir, ignore_errors=True)
     digest = run.store.finalize_run(final, run.started)
-    return RunResult(run.record.run_id, status, digest, "failed", final)
+    return RunResult(run.record.run_id, status, digest, RunState.FAILED, final)
 
 
 def _finish(run: _Run, final: RunRecord, outputs: Sequence[str | Path],

@@ -19,6 +19,7 @@ from provenance.gate.outputs import OutputComparison, compare_outputs, outputs_j
 from provenance.store import Store
 from provenance.store.records import now_iso
 from provenance.store.resolve import Resolved, resolve
+from provenance.store.states import RunState
 
 
 @dataclass
@@ -59,7 +60,7 @@ class Comparison:
         out = {}
         for side, r in (("a", self.a), ("b", self.b)):
             state = getattr(r.run, "state", None)
-            if state in ("abandoned", "running", "serving"):
+            if state in (RunState.ABANDONED, RunState.RUNNING, RunState.SERVING):
                 out[side] = state
         return out
 

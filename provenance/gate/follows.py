@@ -29,7 +29,6 @@ from typing import Any
 from provenance.gate.patterns import covers_parts
 from provenance.model import Manifest, join_key, split_key
 from provenance.model.diff import Change
-from provenance.model.names import normalize_name
 
 PACKAGES = ("python", "packages")
 UNKNOWN = "?"  # a loaded file the probe did not see: owned by nothing we can name
@@ -62,8 +61,10 @@ class Context:
 
 def owner_name(owner: str) -> str:
     """`wheel:NumPy==2.2.6` -> `numpy`; any other owner (`dpkg:...`, `interpreter`) as is."""
+    from packaging.utils import canonicalize_name
+
     if owner.startswith("wheel:"):
-        return normalize_name(owner[len("wheel:"):].split("==", 1)[0])
+        return canonicalize_name(owner[len("wheel:"):].split("==", 1)[0])
     return owner
 
 
@@ -94,17 +95,21 @@ def library_owners(loaded: list[dict[str, Any]], manifest: Manifest) -> Owners:
 
 def declared_packages(patterns: list[tuple[str, ...]], changes: list[Change]) -> dict[str, str]:
     """normalised name -> the package key a spec covers a difference of."""
+    from packaging.utils import canonicalize_name
+
     out: dict[str, str] = {}
     for change in changes:
         key = tuple(split_key(change.key))
         if len(key) > 2 and key[:2] == PACKAGES and any(covers_parts(p, key) for p in patterns):
-            out.setdefault(normalize_name(key[2]), join_key(key[:3]))
+            out.setdefault(canonicalize_name(key[2]), join_key(key[:3]))
     return out
 
 
 def _modules(name: str, ctx: Context) -> list[str]:
+    from packaging.utils import canonicalize_name
+
     found = set(ctx.a.get("code.modules") or {}) | set(ctx.b.get("code.modules") or {})
-    return [join_key(("code", "modules", m)) for m in sorted(found) if normalize_name(m) == name]
+    return [join_key(("code", "modules", m)) for m in sorted(found) if canonicalize_name(m) == name]
 
 
 def _runtime_libs(name: str, ctx: Context) -> list[str]:

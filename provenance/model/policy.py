@@ -277,6 +277,19 @@ def _same(v: Any, want: Scalar) -> bool:
     return _is_number(v) and v == want
 
 
+def refused_under(policy: Policy | None, exc: ProvError) -> ProvError:
+    """A gate refusal under a policy is its NOT_COMPARABLE verdict (exit 3)."""
+    if policy is None or exc.exit_code != EXIT_REFUSED:
+        return exc
+    return ProvError(f"{exc}; policy {policy.path}: NOT_COMPARABLE", EXIT_REFUSED)
+
+
+def policy_exit(block: dict[str, Any] | None, default: int = 0) -> int:
+    """The exit status: the policy's verdict when there is one, else the command's own."""
+    return default if block is None else VERDICT_EXIT[block["verdict"]]
+
+
 __all__ = ["FAIL", "NOT_COMPARABLE", "NOT_EVALUATED", "PASS", "VERDICT_EXIT", "Check",
            "Policy", "PolicyError", "evaluate_check", "is_not_computable", "load_policy",
-           "not_computable", "overall", "parse_policy", "resolve"]
+           "not_computable", "overall", "parse_policy", "policy_exit", "refused_under",
+           "resolve"]

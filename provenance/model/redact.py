@@ -82,6 +82,9 @@ MIN_KNOWN_LENGTH = 6  # shorter values ("1", "true", "admin") would wipe ordinar
 MIN_NAMED_WORD = 12  # a value hidden only by a name or an option, if an ordinary word
 _NOT_WORTH = frozenset({"true", "false", "none", "null", "yes", "no", "redacted"})
 # An ordinary word: `ubuntu`, `Production`, `pre-production`, `my_profile`, `8080`.
+# A list of numbers (`"scores": [-0.5, -0.5]` where a name looked secret) is data, and
+# hiding it inside JSON would leave a document no parser reads.
+_NUMBER_LIST = re.compile(r"\[[0-9\s,.eE+\-]*\]")
 _ORDINARY_WORD = re.compile(r"[A-Za-z][a-z]*(?:[-_.][A-Za-z][a-z]*)*|[A-Z]+|[0-9]+")
 
 
@@ -125,7 +128,7 @@ class KnownSecrets:
     @staticmethod
     def _worth(v: str, by_name: bool) -> bool:
         if (len(v) < MIN_KNOWN_LENGTH or v.lower() in _NOT_WORTH or is_redacted(v)
-                or (v.isdigit() and len(v) < 8)):
+                or (v.isdigit() and len(v) < 8) or _NUMBER_LIST.fullmatch(v)):
             return False
         return not (by_name and len(v) < MIN_NAMED_WORD and _ORDINARY_WORD.fullmatch(v))
 

@@ -36,15 +36,18 @@ _SECRET_WORDS = frozenset({
 })  # not CERT, PEM or NETRC: PIP_CERT, SSL_CERT_FILE and NETRC name files, not secrets
 # Inside a word (PGPASSWORD, HFTOKEN, APIKEY): these mark a secret wherever they appear.
 # TOKEN is waived before IZ/IS/S (TOKENIZER, TOKENIS..., MAX_TOKENS) and before words that
-# count or list tokens (token_ids, token_count) rather than hold one.
+# count, list or score tokens (token_ids, token_count, the OpenAI API's token_logprobs and
+# text_offset's neighbours) rather than hold one.
 SECRET_INFIXES = ("PASSW", "PASSPHRASE", "SECRET", "APIKEY", "ACCESSKEY", "PRIVATEKEY",
                   "SECRETKEY", "CREDENTIAL", "LICENSEKEY", "AUTHTOKEN", "SESSIONTOKEN",
                   "MNEMONIC", "TOKEN")
+_TOKEN_COUNTS = ("IDS?|COUNT|LEN|LENGTH|BUDGET|LIMIT|TYPES?|LOGPROBS?|PROBS?|STRS?|TEXTS?|BYTES"
+                 "|OFFSETS?|INDEX|INDICES|POS|POSITIONS?")
 _SECRET_INFIX = re.compile(
     "|".join(SECRET_INFIXES[:-1])
-    + r"|TOKEN(?!IZ|IS|S(?:$|_))(?!_?(?:IDS?|COUNT|LEN|LENGTH|BUDGET|LIMIT|TYPE|TYPES)(?:$|_))"
+    + r"|TOKEN(?!IZ|IS|S(?:$|_))(?!_?(?:" + _TOKEN_COUNTS + r")(?:$|_))"
 )
-_COUNTED_TOKENS = re.compile(r"(?:^|_)TOKENS?_(?:IDS?|COUNT|LEN|LENGTH|BUDGET|LIMIT|TYPES?)(?=_|$)")
+_COUNTED_TOKENS = re.compile(r"(?:^|_)TOKENS?_(?:" + _TOKEN_COUNTS + r")(?=_|$)")
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 # Whole words that hold a secret infix but name software: a run's imported modules and
 # mapped libraries are keyed by such names (code.modules.tiktoken, runtime.libs._tiktoken...)

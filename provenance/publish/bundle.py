@@ -154,10 +154,7 @@ class _Tree:
         target = self.root / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)
-        desc = descriptor(rel, sha256_hex(data))
-        if media:
-            desc["mediaType"] = media
-        return desc
+        return descriptor(rel, sha256_hex(data), media_type=media or "")
 
 
 def _byproducts(tree: _Tree, subject: Subject, cards: dict[str, dict],

@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from provenance.model import Manifest
-from provenance.model.errors import ProvError
 from provenance.store.run_record import RunRecord
 
 
@@ -48,16 +47,6 @@ class PublishedResult:
 
     name: str
     doc: dict[str, Any] | None
-
-
-def load_run(ref: str) -> tuple[PublishedRun, Manifest]:
-    """A run (id or unique prefix) and its manifest from the store (`prov exec`)."""
-    from provenance.store.resolve import resolve_run
-
-    if len(ref) > 256 or not ref.isprintable():
-        raise ProvError(f"--run {ref[:40]!r}...: not a run id (ids are short hex strings)")
-    resolved = resolve_run(ref)
-    return published_run(resolved.run.record), resolved.manifest
 
 
 def _digests(entries: Any) -> dict[str, str]:

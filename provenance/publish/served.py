@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from provenance.model.errors import ProvError
+from provenance.store.states import RunState
 
 EXCHANGES_KIND = "prov-bundle-exchanges/1"
 CLIENT_EXCHANGES = "server/exchanges.json"  # exec/serving/bind.py's run file
@@ -67,7 +68,8 @@ def _chain(store, record) -> list[tuple[float | None, Any]]:
     for _ in range(10000):  # a chain is short; a cycle in a damaged store is not followed
         if rec is None:
             break
-        when = (rec.live or {}).get("updated_at") if rec.state == "started" else rec.ended_at
+        started = rec.state == RunState.STARTED
+        when = (rec.live or {}).get("updated_at") if started else rec.ended_at
         out.append((when or rec.started_at, rec))
         rec = store.get_record(rec.previous) if rec.previous else None
     return out

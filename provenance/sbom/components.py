@@ -8,17 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 from provenance.model import join_key
-from provenance.sbom.metadata import DistInfo, normalize
-
-# Values that mean "not known" in a manifest leaf (collectors never crash, they say why).
-_UNKNOWN_PREFIXES = ("unavailable", "unknown", "none", "error")
-
-
-def known(value: Any) -> bool:
-    if value is None or value == "":
-        return False
-    head = value.split(":", 1)[0].strip().lower() if isinstance(value, str) else ""
-    return head not in _UNKNOWN_PREFIXES
+from provenance.model.facts import known
+from provenance.sbom.metadata import DistInfo
 
 
 def _sha256_hex(value: Any) -> str | None:
@@ -57,13 +48,14 @@ def licenses_for(info: DistInfo | None) -> list:
 def python_components(packages: dict[str, Any], info: dict[str, DistInfo]) -> list:
     from cyclonedx.model.component import Component, ComponentType
     from packageurl import PackageURL
+    from packaging.utils import canonicalize_name
 
     out = []
     for key in sorted(packages):
         entry = packages[key]
         if not isinstance(entry, dict) or not known(entry.get("version")):
             continue
-        name = normalize(str(entry.get("name", key)))
+        name = canonicalize_name(str(entry.get("name", key)))
         version = str(entry["version"])
         purl = PackageURL(type="pypi", name=name, version=version)
         hashes, props = [], [_prop("prov:manifest-key", join_key(["python", "packages", key]))]
@@ -357,6 +349,7 @@ def owner_purl(package: str, version: str, facts: dict[str, Any], path: str = ""
     `path`, the file as the purl's subpath (relative to the package's root: site-packages,
     the conda prefix, /), so a library's purl never collides with its package's."""
     from packageurl import PackageURL
+    from packaging.utils import canonicalize_name
 
     kind, _, name = package.partition(":")
     if kind in ("dpkg", "apk"):
@@ -375,7 +368,7 @@ def owner_purl(package: str, version: str, facts: dict[str, Any], path: str = ""
         root = location or str(entry.get("location") or "")
         if conda and not location:
             root = _conda_prefix(path)
-        purl = PackageURL(type="conda" if conda else "pypi", name=normalize(name),
+        purl = PackageURL(type="conda" if conda else "pypi", name=canonicalize_name(name),
                           version=version)
         return _with_subpath(purl, path, root)
     return None

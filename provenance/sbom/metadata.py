@@ -12,8 +12,6 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from typing import Any
 
-from provenance.model.names import normalize_name as normalize
-
 
 @dataclass(frozen=True)
 class DistInfo:
@@ -26,10 +24,12 @@ class DistInfo:
 
 def read_installed(packages: dict[str, Any]) -> dict[str, DistInfo]:
     """Normalised name -> DistInfo for each manifest package found installed at its location."""
+    from packaging.utils import canonicalize_name
+
     locations = sorted({str(e.get("location")) for e in packages.values() if e.get("location")})
     found: dict[str, DistInfo] = {}
     for dist in metadata.distributions(path=locations):
-        name = normalize(dist.metadata.get("Name") or "")
+        name = canonicalize_name(dist.metadata.get("Name") or "")
         entry = packages.get(name)
         if name in found or not isinstance(entry, dict):
             continue
@@ -72,6 +72,7 @@ def resolve_requires(
 ) -> dict[str, list[str]]:
     """name -> sorted names of installed distributions it requires (extras not counted)."""
     from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.utils import canonicalize_name
 
     graph: dict[str, list[str]] = {}
     for name, dist in info.items():
@@ -83,7 +84,7 @@ def resolve_requires(
                 continue
             if req.marker is not None and not req.marker.evaluate({**env, "extra": ""}):
                 continue
-            target = normalize(req.name)
+            target = canonicalize_name(req.name)
             if target in installed and target != name:
                 deps.add(target)
         graph[name] = sorted(deps)

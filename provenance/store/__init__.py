@@ -13,6 +13,7 @@ from provenance.store.merge import export_objects, import_objects, run_closure
 from provenance.store.objects import CorruptObject
 from provenance.store.records import encode, now_iso
 from provenance.store.run_record import RecordError, RunRecord
+from provenance.store.states import RunState
 from provenance.store.store import RunInfo, Store, default_store_path, find_git_root, open_store
 
 __all__ = [
@@ -25,6 +26,7 @@ __all__ = [
     "RecordError",
     "RunInfo",
     "RunRecord",
+    "RunState",
     "Store",
     "default_store_path",
     "find_git_root",

@@ -25,6 +25,7 @@ from typing import Any
 
 from provenance.store import index as idx
 from provenance.store.records import effective_state, index_row
+from provenance.store.states import RunState
 
 DEFAULT_GRACE_S = 3600.0
 
@@ -121,7 +122,7 @@ def _run_dir_leftovers(store, grace_s: float, now: float, out: Leftovers) -> Non
     for d in sorted(store.runs_dir.iterdir()):
         state = states.get(d.name)
         size = _tree_size(d) if d.is_dir() else d.lstat().st_size
-        if state in ("running", "serving"):
+        if state in (RunState.RUNNING, RunState.SERVING):
             out.kept.append(Leftover(str(d), size, f"run directory of a {state} run"))
         elif state is not None:
             out.run_dirs.append(Leftover(str(d), size, f"run directory of a {state} run"))

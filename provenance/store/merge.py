@@ -22,7 +22,6 @@ from provenance.store.objects import CorruptObject, split_digest
 from provenance.store.records import (
     COMPARISON_KIND,
     RUN_KIND,
-    STATE_RANK,
     TREE_KIND,
     decode_json_object,
     index_row,
@@ -30,6 +29,7 @@ from provenance.store.records import (
     record_rank,
     referenced_objects,
 )
+from provenance.store.states import STATE_RANK
 
 
 @dataclass

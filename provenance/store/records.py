@@ -15,21 +15,18 @@ import os
 import secrets
 import socket
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from provenance.model.text import json_text
+from provenance.store.states import STATE_RANK, UNFINISHED, RunState
+
+if TYPE_CHECKING:  # annotations only (this module uses postponed annotations)
+    from provenance.store.record_types import Supervisor
 
 RUN_KIND = "prov.run"
 COMPARISON_KIND = "prov.comparison"
 TREE_KIND = "prov.tree"
 RECORD_SCHEMA = 1
-# Order of a run's states: a later record of a run never has a lower rank.
-# "serving" is the index's name for a started record holding live facts (a server's engine
-# facts, written while it runs: exec/live.py); "abandoned" is the final record a later prov
-# writes for a run whose supervisor died (exec/recover.py).
-STATE_RANK = {"started": 0, "serving": 0, "complete": 1, "failed": 1, "abandoned": 1}
-FINAL_STATES = ("complete", "failed", "abandoned")
-UNFINISHED = ("started", "serving")
 
 
 def new_run_id() -> str:
@@ -77,7 +74,7 @@ def process_start_ticks(pid: int) -> int | None:
     return int(fields[19])
 
 
-def supervisor_identity() -> dict[str, Any]:
+def supervisor_identity() -> Supervisor:
     pid = os.getpid()
     return {
         "host": socket.gethostname(),
@@ -111,12 +108,12 @@ def supervisor_alive(
         return False
 
 
-def effective_state(stored: str, host, pid, boot, start) -> str:
+def effective_state(stored: str, host, pid, boot, start) -> RunState:
     if stored not in UNFINISHED:
-        return stored
+        return RunState(stored)
     if not supervisor_alive(host, pid, boot, start):
-        return "abandoned"
-    return "serving" if stored == "serving" else "running"
+        return RunState.ABANDONED
+    return RunState.SERVING if stored == RunState.SERVING else RunState.RUNNING
 
 
 def record_rank(doc: dict[str, Any]) -> tuple[int, int]:
@@ -127,12 +124,12 @@ def record_rank(doc: dict[str, Any]) -> tuple[int, int]:
     return STATE_RANK.get(doc.get("state", ""), -1), update if isinstance(update, int) else 0
 
 
-def index_state(record: dict[str, Any]) -> str:
+def index_state(record: dict[str, Any]) -> RunState:
     """The index's state column: a started record whose live facts hold an engine block
     (exec/live.py: the engine is ready) is "serving"."""
-    state = record["state"]
+    state = RunState(record["state"])
     live = record.get("live")
-    return "serving" if state == "started" and isinstance(live, dict) \
+    return RunState.SERVING if state == RunState.STARTED and isinstance(live, dict) \
         and live.get("engines") else state
 
 

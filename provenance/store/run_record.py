@@ -18,12 +18,26 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from provenance.model.errors import ProvError
 from provenance.store.records import RECORD_SCHEMA, RUN_KIND
+from provenance.store.states import STORED_STATES, RunState
 
-STORED_STATES = ("started", "complete", "failed", "abandoned")
+if TYPE_CHECKING:  # annotations only (this module uses postponed annotations)
+    from provenance.store.record_types import (
+        Drift,
+        GitFacts,
+        LiveMark,
+        LoadedLibrary,
+        LogEntry,
+        OutputEntry,
+        Resources,
+        RunFacts,
+        SnapshotUse,
+        StoredFile,
+        Supervisor,
+    )
 
 
 class RecordError(ProvError):
@@ -33,7 +47,7 @@ class RecordError(ProvError):
 @dataclass(frozen=True)
 class RunRecord:
     run_id: str
-    state: str  # started | complete | failed | abandoned (finished by a later prov: recover.py)
+    state: RunState  # started | complete | failed | abandoned (a later prov's: recover.py)
     command: tuple[str, ...]
     started_at: str
     manifest: str  # the snapshot manifest object (the environment before the command)
@@ -41,33 +55,37 @@ class RunRecord:
     cwd: str | None = None
     name: str | None = None
     tags: dict[str, str] | None = None
-    params: dict[str, Any] | None = None
-    snapshot: dict[str, Any] | None = None
-    git: dict[str, Any] | None = None
-    supervisor: dict[str, Any] | None = None
+    params: dict[str, Any] | None = None  # the run's declared parameters, as given
+    snapshot: SnapshotUse | None = None
+    git: GitFacts | None = None
+    supervisor: Supervisor | None = None
     env_extra: dict[str, str] | None = None
     interpreter: str | None = None
     previous: str | None = None  # the record this one supersedes
     # a started record updated while the command runs (exec/live.py): update number, time
-    live: dict[str, Any] | None = None
+    live: LiveMark | None = None
     # written when the run ends
     ended_at: str | None = None
     duration_s: float | None = None
     exit_status: int | None = None
     signal: str | None = None
     error: str | None = None
-    logs: dict[str, dict[str, Any]] | None = None
-    outputs: dict[str, dict[str, Any]] | None = None
-    run_dir: dict[str, dict[str, Any]] | None = None
-    facts: dict[str, Any] | None = None
+    logs: dict[str, LogEntry] | None = None  # stdout, stderr
+    outputs: dict[str, OutputEntry] | None = None  # by the path declared
+    run_dir: dict[str, StoredFile] | None = None  # by the path in the run directory
+    facts: RunFacts | None = None
     run_manifest: str | None = None  # the run's manifest object (store.manifests)
-    loaded_libraries: list[dict[str, Any]] | None = None
+    loaded_libraries: list[LoadedLibrary] | None = None
     library_samples: int | None = None
-    drift: dict[str, Any] | None = None
-    resources: dict[str, Any] | None = None
+    drift: Drift | None = None
+    resources: Resources | None = None
     warnings: list[str] | None = None
     schema_version: int = RECORD_SCHEMA
     extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.state, RunState):  # a word given by a caller: one of the enum
+            object.__setattr__(self, "state", RunState(self.state))
 
     # -- reading -------------------------------------------------------------------------
     @classmethod
@@ -96,6 +114,7 @@ class RunRecord:
         if values["state"] not in STORED_STATES:
             raise RecordError(f"{origin}: state {values['state']!r} is not one of "
                               f"{', '.join(STORED_STATES)}")
+        values["state"] = RunState(values["state"])
         values["command"] = tuple(values["command"])
         values["schema_version"] = schema
         return cls(**values, extra=extra)

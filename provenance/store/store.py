@@ -31,7 +31,6 @@ from provenance.store.objects import (
 )
 from provenance.store.records import (
     COMPARISON_KIND,
-    FINAL_STATES,
     RECORD_SCHEMA,
     RUN_KIND,
     effective_state,
@@ -40,6 +39,7 @@ from provenance.store.records import (
     now_iso,
 )
 from provenance.store.run_record import RunRecord
+from provenance.store.states import FINAL_STATES, RunState
 
 STORE_DIR = ".prov"
 REINDEX_HINT = "run `prov store reindex` to rebuild it from the objects"
@@ -124,7 +124,7 @@ class RunInfo:
     """A run as the index lists it; `record` is loaded on demand by `Store.get_run`."""
 
     run_id: str
-    state: str  # running, abandoned, complete, failed
+    state: RunState  # running, serving, abandoned, complete, failed
     record_digest: str
     name: str | None
     started_at: str
@@ -389,14 +389,14 @@ class Store:
         `manifest` is (object digest, identity digest) of its already stored manifest.
         """
         doc = {**record.to_doc(), "kind": RUN_KIND, "schema_version": RECORD_SCHEMA,
-               "state": "started"}
+               "state": RunState.STARTED}
         self._ensure_layout()
         return self._put_record(doc, extra_objects, manifest)
 
     def update_started(self, record: RunRecord, previous: str, extra_objects=()) -> str:
         """A newer started record of a running run (its live facts: exec/live.py), pointing at
         `previous`; the index row follows it (state "serving" when it holds `live`)."""
-        if record.state != "started":
+        if record.state != RunState.STARTED:
             raise ValueError("an update of a started run must be started")
         doc = {**record.to_doc(), "kind": RUN_KIND, "schema_version": RECORD_SCHEMA,
                "previous": previous}
@@ -405,7 +405,7 @@ class Store:
     def finalize_run(self, record: RunRecord, previous: str, extra_objects=()) -> str:
         """Write the final record of a run (state complete or failed), pointing at `previous`."""
         if record.state not in FINAL_STATES:
-            raise ValueError(f"final state must be one of {FINAL_STATES}")
+            raise ValueError(f"final state must be one of {', '.join(FINAL_STATES)}")
         self._ensure_layout()
         doc = {**record.to_doc(), "kind": RUN_KIND, "schema_version": RECORD_SCHEMA,
                "previous": previous}
@@ -441,7 +441,7 @@ class Store:
     def _recovered(self, info: RunInfo) -> RunInfo:
         """`info`, finished by RECOVER_ABANDONED first when its run is abandoned and its
         newest record is still the started one (a later record of the run says abandoned)."""
-        if info.state != "abandoned" or RECOVER_ABANDONED is None or not self.writable:
+        if info.state != RunState.ABANDONED or RECOVER_ABANDONED is None or not self.writable:
             return info
         row = self.db.execute("SELECT state FROM runs WHERE run_id = ?",
                               (info.run_id,)).fetchone()

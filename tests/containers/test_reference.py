@@ -32,3 +32,13 @@ def test_sources() -> None:
     assert split_source("registry:h/r:t") == ("registry", "h/r:t")
     assert split_source("vllm/vllm-openai:nightly") == ("docker", "vllm/vllm-openai:nightly")
     assert split_source("docker-archive:/a.tar") == ("docker-archive", "/a.tar")
+
+
+@pytest.mark.parametrize("source", ["\udcff\udcfe", "registry:h/r\u00e9:t", "docker:vllm\u2028"])
+def test_a_reference_outside_ascii_is_refused_before_any_daemon_or_registry(source: str) -> None:
+    with pytest.raises(ImageError, match="an image reference is ASCII"):
+        split_source(source)
+
+
+def test_a_path_outside_ascii_is_still_a_path() -> None:
+    assert split_source("oci:/tmp/\u00e9") == ("oci", "/tmp/\u00e9")

@@ -15,6 +15,8 @@ from packaging.pylock import Pylock
 
 from tests.helpers import assert_one_line_error, run_prov
 
+pytestmark = pytest.mark.slow  # processes and venvs: not in make test-fast
+
 
 def pip(venv: Path, *args: str) -> None:
     subprocess.run([str(venv / "bin/python"), "-m", "pip", "-q", "--disable-pip-version-check",

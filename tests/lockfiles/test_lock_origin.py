@@ -22,7 +22,7 @@ from tests import installer_tools as tools
 from tests.helpers import assert_one_line_error, run_prov
 from tests.lockfiles.wheel_index import build_wheel, serve, sha256
 
-pytestmark = pytest.mark.timeout(600)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]  # venvs, installers: not in make test-fast
 FROM_INDEX = ["six==1.16.0", "idna==3.10"]
 
 

@@ -43,6 +43,7 @@ def lock(tmp_path_factory) -> Path:
     return out
 
 
+@pytest.mark.slow
 def test_requires_python_is_a_range_that_holds_the_series(lock):
     data = tomllib.loads(lock.read_text())
     spec = SpecifierSet(data["requires-python"])
@@ -52,6 +53,7 @@ def test_requires_python_is_a_range_that_holds_the_series(lock):
     assert "python_full_version" not in data["environments"][0]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("installer", ["uv", "pip"])
 def test_another_patch_release_installs_the_lock(lock, tmp_path, installer):
     other = other_patch_release()

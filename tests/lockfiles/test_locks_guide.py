@@ -17,7 +17,7 @@ from tests import installer_tools as tools
 from tests.cached_venv import CACHE
 
 GUIDE = Path(__file__).resolve().parents[2] / "docs" / "guides" / "locks.md"
-pytestmark = pytest.mark.timeout(600)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]  # venvs, installers: not in make test-fast
 
 
 def blocks(kind: str) -> list[str]:

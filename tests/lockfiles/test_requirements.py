@@ -16,7 +16,7 @@ from tests import installer_tools as tools
 from tests.helpers import assert_one_line_error, run_prov
 from tests.lockfiles.wheel_index import build_wheel, sha256
 
-pytestmark = pytest.mark.timeout(900)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]  # not in make test-fast
 PINS = ["six==1.16.0", "idna==3.10", "markupsafe==3.0.2"]
 WIN_ONLY = 'colorama==0.4.6 ; sys_platform == "win32"'
 

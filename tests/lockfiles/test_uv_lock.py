@@ -18,7 +18,7 @@ from provenance.model import Manifest
 from tests import installer_tools as tools
 from tests.helpers import run_prov
 
-pytestmark = pytest.mark.timeout(900)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]  # not in make test-fast
 
 ROOT = """[project]
 name = "ws-root"

@@ -15,10 +15,10 @@ CALLER = textwrap.dedent(
     import sys
     from runners.launch import LaunchError, check_launched, supervised
 
-    worker = ("import signal, sys, time\\n"
+    worker = ("import signal, sys\\n"
               "signal.signal(signal.SIGINT, lambda *a: sys.exit(1))\\n"
               "print('ready', flush=True)\\n"
-              "time.sleep(60)\\n")
+              "signal.pause()\\n")  # only the forwarded ^C ends it
     done = supervised(stream=True)([sys.executable, "-c", worker], name="w", env={})
     try:
         check_launched(done, "w")
@@ -52,7 +52,7 @@ def test_a_worker_that_exits_1_on_the_forwarded_ctrl_c_interrupts_the_caller(tmp
 def test_a_worker_that_fails_on_its_own_is_a_launch_error(tmp_path):
     env = {**os.environ, "PROV_STORE": str(tmp_path / "store"), "PROV_NO_PYPROJECT": "1",
            "PROV_INPROCESS": "0"}
-    failing = CALLER.replace("time.sleep(60)", "sys.exit(1)")
+    failing = CALLER.replace("signal.pause()", "sys.exit(1)")
     proc = subprocess.run([sys.executable, "-c", failing], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=60)
     assert proc.stdout.splitlines()[-1] == "launch error: w exited 1: (no output)", proc.stderr

@@ -18,6 +18,9 @@ from runners.repeat import run_repeat
 from runners.results import read_result
 from tests.runners.clihelp import prov
 
+# a hang guard: the AWQ test starts vLLM four times; never a timing
+pytestmark = pytest.mark.timeout(1800)
+
 
 def _vllm(py, extra=""):
     return EngineConfig.parse(f"vllm:dtype=float32,python={py}{extra}")

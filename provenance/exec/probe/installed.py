@@ -13,8 +13,6 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from provenance.model.names import normalize_name
-
 DPKG_INFO = Path("/var/lib/dpkg/info")
 _SITE_DIRS = ("site-packages", "dist-packages")
 @dataclass(frozen=True)
@@ -41,11 +39,13 @@ def site_root(path: str) -> str | None:
 
 
 def _dist_name(dist_info: Path) -> tuple[str, str]:
-    name, version = normalize_name(dist_info.name[: -len(".dist-info")].split("-")[0]), ""
+    from packaging.utils import canonicalize_name
+
+    name, version = canonicalize_name(dist_info.name[: -len(".dist-info")].split("-")[0]), ""
     try:
         for line in (dist_info / "METADATA").read_text(errors="replace").splitlines():
             if line.startswith("Name:"):
-                name = normalize_name(line[5:].strip())
+                name = canonicalize_name(line[5:].strip())
             elif line.startswith("Version:"):
                 version = line[8:].strip()
             elif not line:

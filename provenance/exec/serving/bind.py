@@ -28,7 +28,7 @@ from provenance.exec.serving.lines import FORMAT, ServerLines, read_servers
 from provenance.model import Manifest
 from provenance.model.errors import ProvError
 from provenance.model.manifest import canonical_json
-from provenance.store import RunRecord, Store, open_store
+from provenance.store import RunRecord, RunState, Store, open_store
 
 EXCHANGES_FILE = "server/exchanges.json"
 CATCH_UP_S = 10.0  # the longest a client's finish waits for its server's live facts
@@ -72,7 +72,7 @@ def _caught_up(store: Store, run_id: str) -> Any:
     deadline = time.monotonic() + CATCH_UP_S
     while True:
         info = store.get_run(run_id)
-        if info.record.state != "started" or time.monotonic() > deadline:
+        if info.record.state != RunState.STARTED or time.monotonic() > deadline:
             return info
         wrote = _newest_probe_write(store.run_dir(run_id))
         live = _epoch((info.record.live or {}).get("updated_at"))
@@ -111,7 +111,8 @@ def _digest_history(store: Store, record: RunRecord) -> list[tuple[float, str]]:
     for _ in range(10000):  # a chain is short; a cycle in a damaged store is not followed
         if rec is None:
             break
-        when = (rec.live or {}).get("updated_at") if rec.state == "started" else rec.ended_at
+        started = rec.state == RunState.STARTED
+        when = (rec.live or {}).get("updated_at") if started else rec.ended_at
         t = _epoch(when or rec.started_at)
         if t is not None:
             out.append((t, rec.manifest_digest))

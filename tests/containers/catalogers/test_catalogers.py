@@ -60,6 +60,16 @@ def test_python_fingerprint_ignores_installer_files_and_bytecode() -> None:
 
 def test_python_names_and_headers() -> None:
     assert python_dist.normalize_name("Foo.Bar_baz") == "foo-bar-baz"
+    # the stdlib-only copy (it runs where packaging may be missing) agrees with packaging's
+    from importlib.metadata import distributions
+
+    from packaging.utils import canonicalize_name
+
+    names = {d.metadata["Name"] for d in distributions() if d.metadata["Name"]}
+    names |= {"A__b", "a-_.B", "Zope.Interface", "x...y", "ruamel.yaml.clib"}
+    assert len(names) > 20
+    assert {n: python_dist.normalize_name(n) for n in names} == \
+        {n: canonicalize_name(n) for n in names}
     assert python_dist.headers("Metadata-Version: 2.1\nName: x\nVersion: 1\n\nName: body") == {
         "Name": "x",
         "Version": "1",

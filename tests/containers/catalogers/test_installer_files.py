@@ -12,6 +12,7 @@ from tests import installer_tools as tools
 pytestmark = pytest.mark.timeout(600)
 
 
+@pytest.mark.slow
 def test_record_facts_agree_across_installers_and_with_the_collector(tmp_path):
     whl = tools.wheel("idna==3.10")
     facts, collected = {}, {}

@@ -77,3 +77,28 @@ def test_full_before_start_runs_the_command_unrecorded(penv, tmp_path):
             r = prov(*reader, env=env)
             assert r.returncode == 4, (reader, r.stdout, r.stderr)
             assert "disk full" in one_error_line(r.stderr)
+
+
+FILL_AND_FAIL = ("import sys\n"
+                 "with open(sys.argv[1], 'wb', buffering=0) as fh:\n"
+                 "    try:\n"
+                 "        while fh.write(b'\\0' * 65536):\n"
+                 "            pass\n"
+                 "    except OSError:\n"
+                 "        pass\n"
+                 "sys.exit(5)\n")
+
+
+@pytest.mark.timeout(120)
+def test_a_failed_command_stays_failed_when_the_store_fills_during_it(penv, tmp_path):
+    """The command fills the store's filesystem, then exits 5: the run's facts cannot be
+    stored after it, and the summary still says `failed`, as a record stored in full would
+    (it said `complete` before issue #31)."""
+    with tmpfs(tmp_path / "small", "2m") as small:
+        env = {**penv, "PROV_STORE": str(small / "store")}
+        j = prov("exec", "--json", "--", PYTHON, "-c", FILL_AND_FAIL, str(small / "filler"),
+                 env=env, timeout=100)
+        assert j.returncode == 5, j.stderr
+        summary = json.loads(j.stdout)
+        assert summary["exit_status"] == 5 and summary["state"] == "failed", summary
+        assert any("could not be stored" in w for w in summary["warnings"]), summary

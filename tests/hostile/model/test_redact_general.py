@@ -86,6 +86,15 @@ def test_a_name_alone_does_not_make_an_ordinary_word_a_known_value():
     assert len(shaped) == 1  # found by its shape: kept whatever it looks like
 
 
+def test_a_list_of_numbers_is_never_a_known_value():
+    known = KnownSecrets()
+    known.add("[-0.5, -0.5, -0.5]", by_name=True)
+    known.add("[1,2,3,4,5,6,7,8]")
+    assert len(known) == 0
+    doc = '{"logprobs":[-0.5, -0.5, -0.5]}'
+    assert json.loads(known.hide_in(doc, b"k" * 32)) == {"logprobs": [-0.5] * 3}
+
+
 def test_known_values_overlapping_are_hidden_together_and_bytes_too():
     known = KnownSecrets()
     for v in ("abcdef12", "ef12ghij", "zzzzzz99"):
@@ -129,6 +138,7 @@ def test_what_is_kept_digests_uuids_versions_paths_models():
         "git+https://github.com/org/repo.git@c1899de289a04d12100db370d81485cdf75e47ca",
         "INFO [core.py:123] max_num_batched_tokens=8192 kv_cache_dtype=fp8_e4m3 seed=42",
         "token_ids=[1, 2, 3] num_tokens=17 tokenizer=Qwen/Qwen3-0.6B",
+        '{"tokens":["the","cat"],"token_logprobs":[-0.51,-0.52],"text_offset":[0,3]}',
         "models/Qwen/Qwen3/snapshots/c1899de289a04d12", "s.getAttributeByNameLonger",
         "user@host.example.com", "git@github.com:org/repo.git", "--password-stdin",
         "PASSWORD_FILE=/run/secrets/db", "meta-llama/Llama-3.1-8B-Instruct",
@@ -205,6 +215,9 @@ def test_every_secret_word_holds_a_stem_the_text_rules_look_for():
     ("--password-stdin", False), ("PASSWORD_FILE", False), ("HF_TOKEN_PATH", False),
     ("VLLM_WALLET_MNEMONIC", True), ("auth_token_ids", True), ("sessionToken", True),
     ("X-Auth-Token", True), ("keyStorePassword", True),
+    # the OpenAI completions API's logprobs fields score tokens, they hold none
+    ("token_logprobs", False), ("tokenLogprobs", False), ("token_bytes", False),
+    ("token_str", False), ("token", True), ("TOKEN_SECRET", True),
 ])
 def test_secret_names(name, secret):
     assert is_secret_name(name) is secret

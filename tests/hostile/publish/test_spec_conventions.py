@@ -1,23 +1,17 @@
 """#18 item 8: the statement and the SBOM follow their specs, checked by the specs' own
-libraries where they run here (in-toto-attestation's protobuf bindings in a scratch venv,
-cyclonedx-python-lib's strict validator in this one)."""
+libraries (in-toto-attestation's protobuf bindings, cyclonedx-python-lib's strict
+validator)."""
 
 from __future__ import annotations
 
 import hashlib
 import json
-import subprocess
-import sys
-import venv
-from pathlib import Path
 
 import pytest
 
 from provenance.publish.bundle import SBOM_NAME, UNSIGNED_NAME, publish
 from provenance.sbom import validate
 from tests.provenance.sbom.helpers_sbom import sample_subject
-
-CACHE = Path.home() / ".cache" / "prov-tests" / "in-toto-attestation-0.9.3"
 
 
 @pytest.fixture(scope="module")
@@ -57,37 +51,25 @@ def test_cyclonedx_hashes_are_artifact_hashes_only(bundle):
                for c in doc["components"])
 
 
-def _intoto_python() -> Path:
-    py = CACHE / "bin" / "python"
-    if not py.exists():
-        venv.create(CACHE, with_pip=True)
-        r = subprocess.run([str(py), "-m", "pip", "install", "-q",
-                            "in-toto-attestation==0.9.3"], capture_output=True, timeout=600)
-        if r.returncode != 0:
-            pytest.skip(f"in-toto-attestation not installable here: {r.stderr[-200:]!r}")
-    return py
+def check_with_in_toto(payload: bytes) -> dict:
+    """The statement's bytes, parsed strictly (an unknown field is an error) into the in-toto
+    Statement and ResourceDescriptor protobufs and validated by the library. (prov builds
+    the statement with the same library: this checks what reached the file.)"""
+    from google.protobuf import json_format
+    from in_toto_attestation.v1 import statement_pb2
+    from in_toto_attestation.v1.resource_descriptor import ResourceDescriptor
+    from in_toto_attestation.v1.statement import Statement
 
-
-CHECK = """
-import json, sys
-from google.protobuf import json_format
-from in_toto_attestation.v1 import statement_pb2
-from in_toto_attestation.v1.statement import Statement
-from in_toto_attestation.v1.resource_descriptor import ResourceDescriptor
-doc = json.load(open(sys.argv[1]))
-pb = json_format.ParseDict(doc, statement_pb2.Statement(), ignore_unknown_fields=False)
-Statement.copy_from_pb(pb).validate()
-pred = doc["predicate"]
-for d in (pred["buildDefinition"]["resolvedDependencies"] + pred["runDetails"]["byproducts"]):
-    rd = json_format.ParseDict(d, ResourceDescriptor().pb, ignore_unknown_fields=False)
-    ResourceDescriptor.copy_from_pb(rd).validate()
-print("ok")
-"""
+    doc = json.loads(payload)
+    pb = json_format.ParseDict(doc, statement_pb2.Statement(), ignore_unknown_fields=False)
+    Statement.copy_from_pb(pb).validate()
+    pred = doc["predicate"]
+    for d in pred["buildDefinition"]["resolvedDependencies"] + pred["runDetails"]["byproducts"]:
+        rd = json_format.ParseDict(d, ResourceDescriptor().pb, ignore_unknown_fields=False)
+        ResourceDescriptor.copy_from_pb(rd).validate()
+    return doc
 
 
 def test_statement_parses_with_in_toto_attestation(bundle):
-    py = _intoto_python()
-    r = subprocess.run([str(py), "-c", CHECK, str(bundle / UNSIGNED_NAME)],
-                       capture_output=True, text=True, timeout=120)
-    assert r.stdout.strip() == "ok", r.stderr
-    assert sys.executable != str(py)  # checked by the library, not by prov's own code
+    doc = check_with_in_toto((bundle / UNSIGNED_NAME).read_bytes())
+    assert doc["_type"] == "https://in-toto.io/Statement/v1" and len(doc["subject"]) == 1

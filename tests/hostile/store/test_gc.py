@@ -43,15 +43,32 @@ def _finished(env, text: str) -> str:
     return runs_json(env)[0]["run_id"]
 
 
+def _commands_alive(store: Path) -> list[int]:
+    """Pids of the store's runs' commands still alive (prov gives each PROV_RUN_DIR)."""
+    mark = f"PROV_RUN_DIR={store}/runs/".encode()
+    alive = []
+    for d in Path("/proc").iterdir():
+        try:
+            if d.name.isdigit() and mark in (d / "environ").read_bytes():
+                alive.append(int(d.name))
+        except OSError:  # gone meanwhile
+            continue
+    return alive
+
+
 def _kill_at_random(env, rng: random.Random) -> None:
     for _ in range(KILLS):
         proc = subprocess.Popen([PROV, "exec", "--", PYTHON, "-c", SLOW], env=env,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                 stdin=subprocess.DEVNULL)
-        time.sleep(rng.uniform(0.05, 1.5))
+        time.sleep(rng.uniform(0.05, 1.5))  # a random point of the run: not a wait
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
-    time.sleep(0.5)  # the commands die with prov (PDEATHSIG); let them go
+    # the commands die with prov (PDEATHSIG): gc must not find one still holding its files
+    deadline = time.monotonic() + 60
+    while alive := _commands_alive(Path(env["PROV_STORE"])):
+        assert time.monotonic() < deadline, f"commands outlived prov: {alive}"
+        time.sleep(0.1)
 
 
 @pytest.mark.timeout(300)
@@ -80,9 +97,10 @@ def test_gc_spares_live_writers_and_running_runs(penv):
     store = Path(penv["PROV_STORE"])
     _finished(penv, "make the store")
     held = store / "tmp" / "obj-held"
+    # both hold their files until killed below (not for a while: gc may come late)
     holder = subprocess.Popen([PYTHON, "-c", f"f = open({str(held)!r}, 'wb'); "
-                               "f.write(b'x'); f.flush(); import time; time.sleep(60)"])
-    running = subprocess.Popen([PROV, "exec", "--", "sleep", "60"], env=penv,
+                               "f.write(b'x'); f.flush(); import signal; signal.pause()"])
+    running = subprocess.Popen([PROV, "exec", "--", "sleep", "infinity"], env=penv,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 60

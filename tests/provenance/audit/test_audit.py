@@ -231,3 +231,22 @@ def test_unreachable_service_is_reported_not_clean(tmp_path):
     doc = json.loads(j.stdout)
     assert doc["audited"] == 0 and doc["not_audited"] == 5 and doc["findings"] == []
     assert all("unreachable" in s["reason"] for s in doc["skipped"])
+
+
+def test_pip_audits_private_service_api_is_used_only_where_tested():
+    """pip-audit's service layer is private: the adapter runs only under the versions it was
+    tested with, the installed (locked) one among them, and pyproject pins the same range."""
+    import tomllib
+    from importlib.metadata import version
+    from pathlib import Path
+
+    from packaging.requirements import Requirement
+
+    from provenance.audit.pip_audit_backend import PIP_AUDIT_VERSIONS, supported
+
+    assert supported(version("pip-audit"))
+    assert not any(supported(v) for v in ("2.6.3", "2.11.0", "3.0.0"))
+    root = Path(__file__).resolve().parents[3]
+    deps = tomllib.loads((root / "pyproject.toml").read_text())["project"]["dependencies"]
+    [pin] = [Requirement(d) for d in deps if Requirement(d).name == "pip-audit"]
+    assert pin.specifier == Requirement(f"pip-audit{PIP_AUDIT_VERSIONS}").specifier

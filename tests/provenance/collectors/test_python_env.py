@@ -84,11 +84,20 @@ def test_verify_files_reports_an_edited_file(tmp_path):
     assert dirty["missing_files"] == ["pkg/__init__.py"]
 
 
+def _pip_install_six(target: Path) -> None:
+    """pip installs six 1.16.0 by name, as from an index, from the wheel the test cache
+    downloaded once (tests/installer_tools.py): no index is asked at test time."""
+    from tests.installer_tools import wheel
+
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index",
+                    "--find-links", str(wheel("six==1.16.0").parent), "--target", str(target),
+                    "six==1.16.0"], check=True, capture_output=True)
+
+
 def test_verify_files_on_a_real_pip_install(tmp_path):
     """pip writes RECORD; editing one installed file must be caught."""
     target = tmp_path / "site"
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target",
-                    str(target), "six==1.16.0"], check=True, capture_output=True)
+    _pip_install_six(target)
     result = python_env.collect([str(target)], verify=True)
     assert result["section"]["packages"]["six"]["version"] == "1.16.0"
     assert "modified_files" not in result["section"]["packages"]["six"]
@@ -103,8 +112,7 @@ def test_fingerprint_ignores_install_location(tmp_path):
     fps = []
     for where in ("a", "b"):
         target = tmp_path / where
-        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target",
-                        str(target), "six==1.16.0"], check=True, capture_output=True)
+        _pip_install_six(target)
         fps.append(python_env.collect([str(target)])["section"]["packages"]["six"]["fingerprint"])
     assert fps[0] == fps[1] and fps[0].startswith("sha256:")
 

@@ -89,3 +89,22 @@ def stop(server: Server) -> None:
     if server.proc.poll() is None:
         server.proc.kill()
     server.proc.wait(timeout=60)
+
+
+def wait_logged(env: dict[str, str], run_id: str, needle: bytes, label: str = "stdout",
+                limit_s: float = 120) -> None:
+    """Once prov's tee has written `needle` into the run's `label` log in the store (the log's
+    temp file, which a killed prov leaves for recovery): what the server printed is kept."""
+    from provenance.exec.recover import partial_log_prefix
+
+    pattern = partial_log_prefix(run_id, label) + "*"
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        for f in (Path(env["PROV_STORE"]) / "tmp").glob(pattern):
+            try:
+                if needle in f.read_bytes():
+                    return
+            except OSError:  # renamed into the store meanwhile
+                continue
+        time.sleep(0.1)
+    raise AssertionError(f"{needle!r} not in the {label} log of {run_id} within {limit_s} s")

@@ -10,13 +10,18 @@ import json
 import os
 import signal
 import subprocess
-import time
 
 import pytest
 
 from provenance.store import open_store
 from tests.exec_support import PROV, penv, prov, prov_cache, runs_json, show_json  # noqa: F401
-from tests.provenance.exec.live_support import get, start_server, stop, wait_for
+from tests.provenance.exec.live_support import (
+    get,
+    start_server,
+    stop,
+    wait_for,
+    wait_logged,
+)
 
 
 def _script_fact(doc: dict) -> bool:
@@ -29,8 +34,7 @@ def _kill_prov_keep_server_logs(penv, tmp_path) -> str:
     try:
         live = wait_for(_script_fact, penv)
         get(server.port, "/hello")
-        wait_for(lambda d: True, penv)  # one more poll: the request line is in the pipe
-        time.sleep(0.5)  # prov's tee reads what the server printed
+        wait_logged(penv, live["run_id"], b"request /hello")  # prov's tee has the line
         server.proc.send_signal(signal.SIGKILL)
         server.proc.wait(timeout=30)
     finally:
@@ -113,7 +117,7 @@ def test_sigterm_or_sigint_of_prov_keeps_facts_and_logs(penv, tmp_path, sig):
     try:
         live = wait_for(_script_fact, penv)
         get(server.port, "/hello")
-        time.sleep(0.5)
+        wait_logged(penv, live["run_id"], b"request /hello")
         server.proc.send_signal(sig)  # forwarded to the server, which ends of it
         server.proc.wait(timeout=120)
     finally:
@@ -128,7 +132,7 @@ def test_sigkill_of_the_server_keeps_facts_and_logs(penv, tmp_path):
     try:
         live = wait_for(_script_fact, penv)
         get(server.port, "/hello")
-        time.sleep(0.5)
+        wait_logged(penv, live["run_id"], b"request /hello")
         os.kill(server.pid, signal.SIGKILL)
         assert server.proc.wait(timeout=120) == 128 + signal.SIGKILL
     finally:

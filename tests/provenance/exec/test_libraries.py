@@ -61,9 +61,9 @@ def test_two_numpy_runs_compare_their_common_libraries(penv):
 
 
 def test_sampler_sees_descendants_and_the_hasher_caches(tmp_path):
-    proc = subprocess.Popen(
-        ["sh", "-c", f"{PYTHON} -c 'import time, numpy; print(1, flush=True); time.sleep(5)'"],
-        stdout=subprocess.PIPE,
+    proc = subprocess.Popen(  # the grandchild lives until its stdin closes, below
+        ["sh", "-c", f"{PYTHON} -c 'import sys, numpy; print(1, flush=True); sys.stdin.read()'"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE,
     )
     try:
         assert proc.stdout.readline() == b"1\n"  # numpy imported in the grandchild
@@ -73,6 +73,7 @@ def test_sampler_sees_descendants_and_the_hasher_caches(tmp_path):
         s.sample()
         assert any("_multiarray_umath" in p for p in s.paths)
     finally:
+        proc.stdin.close()
         proc.kill()
         proc.wait()
     cache = tmp_path / "digests.json"

@@ -64,14 +64,14 @@ def test_child_killed_by_sigkill_exits_137(penv):
 
 
 CHILD = """
-import signal, sys, time
+import signal, sys
 def handler(signum, frame):
     print("got", signal.Signals(signum).name, flush=True)
     sys.exit(100 + signum)
 for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
     signal.signal(s, handler)
 print("ready", flush=True)
-time.sleep(60)
+signal.pause()  # until the forwarded signal: a handler above exits
 sys.exit(5)
 """
 
@@ -292,13 +292,13 @@ def test_run_supervised_api(tmp_path, prov_cache, monkeypatch):
 
 def test_abandoned_run_when_prov_is_killed(penv):
     proc = subprocess.Popen(
-        [PROV, "exec", "--", "sleep", "30"],
+        [PROV, "exec", "--", "sleep", "infinity"],  # ends only when killed
         env=penv,
         stdin=subprocess.DEVNULL,
         start_new_session=True,
     )
     try:
-        deadline = time.time() + 30
+        deadline = time.time() + 120  # fails only a hang
         while time.time() < deadline:
             runs = runs_json(penv)
             if runs and runs[0]["state"] == "running":
@@ -340,18 +340,39 @@ class ProvOnPty:
         if self.pid == 0:  # the child: prov on the pty
             os.execve(PROV, [PROV, "exec", "-q", "--", "sh", "-c", script], env)
         self.buf = b""
+        self.closed = False
 
-    def read_until(self, token: bytes) -> bool:
+    def read_until(self, token: bytes, wait: float = 90) -> bool:
+        """Read until `token` is on the terminal (False if not within `wait` seconds)."""
         import select
 
-        end = time.time() + 90
-        while token not in self.buf and time.time() < end:
-            if select.select([self.fd], [], [], 0.2)[0]:
+        end = time.time() + wait
+        while True:
+            left = end - time.time()
+            if select.select([self.fd], [], [], min(0.2, max(0.0, left)))[0]:
                 try:
                     self.buf += os.read(self.fd, 1024)
-                except OSError:
+                except OSError:  # the terminal is closed: nothing more to read
+                    self.closed = True
                     break
+            if (token and token in self.buf) or left <= 0:
+                break
         return token in self.buf
+
+    def wait(self, flags: int = 0) -> int:
+        """prov's wait status once it ends (or stops, with WUNTRACED), reading the terminal
+        meanwhile; the bound fails only a hang."""
+        end = time.time() + 120
+        while time.time() < end:
+            pid, status = os.waitpid(self.pid, flags | os.WNOHANG)
+            if pid:
+                return status
+            if self.closed:
+                time.sleep(0.05)
+            else:
+                self.read_until(b"", wait=0.05)  # drain the terminal: a full one blocks prov
+        os.kill(self.pid, signal.SIGKILL)
+        raise AssertionError(f"prov on the terminal did not end: {self.buf[-500:]!r}")
 
     def close(self) -> None:
         with contextlib.suppress(OSError):
@@ -360,14 +381,16 @@ class ProvOnPty:
 
 def test_on_a_terminal_the_command_reads_stdin_and_gets_ctrl_c(penv):
     """Under a real pty: the command's process group owns the terminal (no SIGTTIN on read),
-    and ^C typed at the terminal reaches it; prov exits 130 as a shell would."""
-    term = ProvOnPty("echo ready; read x; echo got:$x; sleep 20", penv)
+    and ^C typed at the terminal reaches it; prov exits 130 as a shell would. The command
+    then waits for a second line that never comes: only the ^C can end it (a `sleep` there
+    raced the ^C on a loaded machine)."""
+    term = ProvOnPty("echo ready; read x; echo got:$x; read y; echo not-interrupted", penv)
     try:
         assert term.read_until(b"ready"), term.buf
         os.write(term.fd, b"typed\n")
         assert term.read_until(b"got:typed"), term.buf
         os.write(term.fd, b"\x03")
-        _, status = os.waitpid(term.pid, 0)
+        status = term.wait()
     finally:
         term.close()
     assert os.waitstatus_to_exitcode(status) == 130
@@ -382,12 +405,12 @@ def test_ctrl_z_stops_prov_with_the_command_and_fg_resumes_both(penv):
     try:
         assert term.read_until(b"ready"), term.buf
         os.write(term.fd, b"\x1a")  # ^Z
-        _, status = os.waitpid(term.pid, os.WUNTRACED)
+        status = term.wait(os.WUNTRACED)
         assert os.WIFSTOPPED(status)  # prov itself stopped, as the shell's job would
         os.kill(term.pid, signal.SIGCONT)
         os.write(term.fd, b"again\n")
         assert term.read_until(b"got:again"), term.buf
-        _, status = os.waitpid(term.pid, 0)
+        status = term.wait()
     finally:
         term.close()
     assert os.waitstatus_to_exitcode(status) == 0

@@ -14,6 +14,8 @@ from provenance.model import Manifest
 from tests.cached_venv import cached_venv
 from tests.exec_support import PYTHON, penv, prov, prov_cache, runs_json  # noqa: F401
 
+pytestmark = pytest.mark.slow  # processes and venvs: not in make test-fast
+
 OLD, NEW = "1.26.4", "2.2.6"  # both have wheels for the test interpreter (3.11)
 NUMPY_SCRIPT = """\
 import sys

@@ -144,6 +144,7 @@ def test_refusal_suggests_the_threads_preset():
 # -- real runs through the CLI ---------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_cli_env_var_only_runs(penv):
     assert prov("exec", "-q", "--", "true", env=penv).returncode == 0
     env_b = {**penv, "CUBLAS_WORKSPACE_CONFIG": ":4096:8"}
@@ -244,6 +245,7 @@ def pip_version(target: Path) -> str:
     return {d["name"]: d["version"] for d in json.loads(out)}["provtestpkg"]
 
 
+@pytest.mark.slow
 def test_cli_package_versions_refused_even_with_unrelated_vary(penv, tmp_path):
     site = tmp_path / "site"
     env = {**penv, "PYTHONPATH": str(site)}
@@ -273,6 +275,7 @@ def test_cli_package_versions_refused_even_with_unrelated_vary(penv, tmp_path):
     assert ok.returncode == 0, ok.stderr
 
 
+@pytest.mark.slow
 def test_package_installed_during_the_run_is_flagged_as_drift(penv, tmp_path):
     site = tmp_path / "site"
     site.mkdir()
@@ -291,6 +294,7 @@ def test_package_installed_during_the_run_is_flagged_as_drift(penv, tmp_path):
     assert os.path.isdir(site / "provtestpkg")
 
 
+@pytest.mark.slow
 def test_cli_compare_manifest_files_and_bad_input(penv, tmp_path):
     a, b = tmp_path / "a.toml", tmp_path / "b.json"
     assert prov("snapshot", "--out", str(a), env=penv).returncode == 0

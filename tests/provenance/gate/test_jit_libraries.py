@@ -13,6 +13,8 @@ from tests.jit_support import PLAIN_WORKLOAD, TRITON_CACHE_WORKLOAD
 
 pytest.importorskip("triton")
 
+pytestmark = pytest.mark.slow  # processes and venvs: not in make test-fast
+
 
 def _run(penv: dict, cache: str, *argv: str) -> dict:
     env = {**penv, "TRITON_CACHE_DIR": cache}

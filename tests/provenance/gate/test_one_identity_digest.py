@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.exec_support import PYTHON, penv, prov, prov_cache, show_json  # noqa: F401
+
+pytestmark = pytest.mark.slow  # processes and venvs: not in make test-fast
 
 WORKLOAD = (
     "import json\n"  # maps the _json extension: the run has loaded libraries to compare

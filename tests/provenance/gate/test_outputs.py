@@ -7,8 +7,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from provenance.gate import compare_outputs
 from tests.exec_support import PYTHON, penv, prov, prov_cache, runs_json  # noqa: F401
+
+pytestmark = pytest.mark.slow  # processes and venvs: not in make test-fast
 
 # writes same.txt (always the same), a.txt (its argument), extra.txt when asked
 WRITER = """\

@@ -11,10 +11,12 @@ import sys
 import time
 from pathlib import Path
 
+from runners.sweep.cell import CELL_DIR_PREFIX
+
 PROV = str(Path(sys.executable).with_name("prov"))
 
 
-def _spec(tmp: Path, model: Path) -> Path:
+def _spec(tmp: Path, model: Path, repeats: int = 1) -> Path:
     spec = tmp / "spec.toml"
     spec.write_text(f"""
 [sweep]
@@ -24,7 +26,7 @@ model = "{model}"
 text = "{model / 'eval.txt'}"
 max_tokens = 64
 block = 16
-repeats = 1
+repeats = {repeats}
 [axes]
 attn = ["eager", "sdpa"]
 dtype = ["float32", "bfloat16"]
@@ -171,18 +173,30 @@ def test_cells_run_at_once_give_the_same_record_as_one_after_another(demo_model,
     assert ray.returncode == 2 and "local executor only" in ray.stderr
 
 
+def _cells_running(cells: Path) -> int:
+    """How many workers have a run started in their cell's private store (a cell's runs dir
+    holds a folder per live run; the workers' temp dirs are under `cells`)."""
+    return sum(1 for d in cells.glob(f"{CELL_DIR_PREFIX}*/store/runs") if any(d.iterdir()))
+
+
 def test_interrupting_cells_run_at_once_stops_them_all(demo_model, tmp_path):
     """^C with --jobs 2 while two cells run: exit 130, no cell journaled half-done, the store
-    passes fsck (each cell's runs lived in its worker's private store)."""
-    spec = _spec(tmp_path, demo_model)
-    env = {**os.environ, "PROV_STORE": str(tmp_path / "store"), "PROV_NO_PYPROJECT": "1"}
+    passes fsck (each cell's runs lived in its worker's private store). The ^C is sent once
+    both workers have a run started (three repeats a cell: the sweep is far from done), not
+    after a while (it raced the sweep's end on a loaded machine)."""
+    spec = _spec(tmp_path, demo_model, repeats=3)
+    cells = tmp_path / "cells"  # the workers' temp dirs: their private stores
+    cells.mkdir()
+    env = {**os.environ, "PROV_STORE": str(tmp_path / "store"), "PROV_NO_PYPROJECT": "1",
+           "TMPDIR": str(cells)}
     proc = subprocess.Popen([PROV, "sweep", str(spec), "--jobs", "2"], cwd=tmp_path, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        deadline = time.time() + 120
-        while not list(tmp_path.glob("store/index.sqlite")) and time.time() < deadline:
-            time.sleep(0.2)
-        time.sleep(2)  # the two workers have their cells
+        deadline = time.monotonic() + 300  # fails only a hang
+        while _cells_running(cells) < 2:
+            assert proc.poll() is None, proc.communicate()[1][-2000:]
+            assert time.monotonic() < deadline, "two cells never ran at once"
+            time.sleep(0.1)
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=120)
     finally:

