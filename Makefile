@@ -57,7 +57,8 @@ test: venv apt lint verify-lock
 # paths are marked `slow` and left to `make test`, which runs everything (CI runs that);
 # the lane prints its five slowest tests, so a new slow one shows.
 FAST_TESTS := tests/test_import_rules.py tests/test_docs_links.py tests/test_docs_cli.py \
-	tests/test_docs_presets.py tests/test_docs_disclosure.py \
+	tests/test_docs_presets.py tests/test_docs_disclosure.py tests/test_docs_paths.py \
+	tests/test_docs_environment.py tests/test_docs_formats.py \
 	tests/provenance/model tests/hostile/model tests/provenance/store tests/provenance/gate \
 	tests/lockfiles tests/runners/test_analysis.py tests/runners/test_repeat_verdict.py \
 	tests/runners/test_disclosure.py tests/runners/workstream/test_reader.py \

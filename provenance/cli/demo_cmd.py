@@ -16,6 +16,10 @@ import typer
 from provenance.cli import app
 from provenance.model.errors import ProvError
 
+REPEATS = 2  # sdpa run twice: bit-identical?
+DTYPES = ("float32", "bfloat16")  # eager vs sdpa in each: the reference, the candidate and
+ENGINE_RUNS = REPEATS + 3 * len(DTYPES)  # a repeat of the reference (the noise floor)
+
 
 @app.command()
 def demo(
@@ -25,7 +29,8 @@ def demo(
     max_tokens: int = typer.Option(768, help="tokens of evaluation text to score"),
     as_json: bool = typer.Option(False, "--json", help="print the figures as JSON"),
 ) -> None:
-    """Run the embedded demo (CPU, about a minute)."""
+    """Run the embedded demo on CPU: a tiny model built once, a repeat and two divergences
+    (several minutes)."""
     from provenance.cli.gating import gate_check, launcher
     from provenance.cli.output import console, print_json
     from provenance.cli.run_cmd import render_diverge, render_repeat
@@ -35,6 +40,8 @@ def demo(
     if blocked is not None and not blocked.is_dir():
         raise ProvError(f"--workdir {workdir}: {blocked} exists and is not a directory")
     con = console(stderr=as_json)
+    con.print(f"the demo builds a tiny model (first time only), then {ENGINE_RUNS} engine runs, "
+              "each a fresh process: several minutes on CPU", markup=False, highlight=False)
     t0 = time.time()
     try:
         model = api.ensure_demo_model(workdir / "model", steps=steps)
@@ -52,13 +59,13 @@ def demo(
     figures: dict = {"model": str(model), "model_digest": prep.model_digest,
                      "tokens": int(len(prep.ids)), "build_seconds": round(built, 1)}
     try:
-        rep = api.run_repeat(api.EngineConfig.parse("transformers:attn=sdpa"), prep, 2,
+        rep = api.run_repeat(api.EngineConfig.parse("transformers:attn=sdpa"), prep, REPEATS,
                              res_dir / ".work-repeat", res_dir / "repeat-sdpa",
                              launcher=launcher, check=gate_check([], store))
         if not as_json:
-            render_repeat(rep.verdict, "transformers:attn=sdpa", 2, rep.result_path, con)
+            render_repeat(rep.verdict, "transformers:attn=sdpa", REPEATS, rep.result_path, con)
         figures["repeat"] = rep.verdict
-        for dtype in ("float32", "bfloat16"):
+        for dtype in DTYPES:
             ref = api.EngineConfig.parse(f"transformers:attn=eager,dtype={dtype}")
             cand = api.EngineConfig.parse(f"transformers:attn=sdpa,dtype={dtype}")
             div = api.run_diverge(ref, cand, prep, res_dir / f".work-{dtype}",

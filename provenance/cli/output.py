@@ -52,21 +52,27 @@ def plain_table(table) -> str:
     return "".join(line + "\n" for line in lines)
 
 
-def table(title: str, columns: list[str], rows: list[list[str]], styled=None) -> None:
+def table(title: str, columns: list[str], rows: list[list[str]], styled=None,
+          no_wrap: tuple[str, ...] = ()) -> None:
     """A rich table on a terminal; piped, tab-separated columns under a header line, never
-    truncated, so `cut -f1` gets whole ids. `styled` maps a row to its rich-markup cells."""
+    truncated, so `cut -f1` gets whole ids. `styled` maps a row to its rich-markup cells;
+    the columns in `no_wrap` (ids) keep each cell on one line however narrow the terminal."""
     if not is_terminal():
         sys.stdout.write("\t".join(columns) + "\n")
         for row in rows:
             sys.stdout.write("\t".join(cell.replace("\t", " ") for cell in row) + "\n")
         return
     from rich.table import Table
+    from rich.text import Text
 
+    shown = [styled(row) if styled else row for row in rows]
     t = Table(title=title, title_justify="left")
-    for col in columns:
-        t.add_column(col, overflow="fold")
-    for row in rows:
-        t.add_row(*(styled(row) if styled else row))
+    for i, col in enumerate(columns):
+        keep = col in no_wrap
+        width = max((Text.from_markup(r[i]).cell_len for r in shown), default=0) if keep else None
+        t.add_column(col, overflow="fold", no_wrap=keep, min_width=width)
+    for row in shown:
+        t.add_row(*row)
     console().print(t)
 
 

@@ -61,7 +61,7 @@ def runs(
              duration(seconds_between(i.started_at, i.ended_at)), " ".join(i.command)]
             for i in infos]
     columns = ["run", "name", "state", "exit", "started", "duration", "command"]
-    table(f"runs in {store.root}", columns, rows, styled)
+    table(f"runs in {store.root}", columns, rows, styled, no_wrap=("run",))
 
 
 # Libraries whose version decides numerics: CUDA stack, BLAS, torch, attention kernels.

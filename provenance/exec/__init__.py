@@ -13,8 +13,9 @@ The public surface (everything else in this package is internal):
   record; its exit status, stderr and the `runtime` section a record would hold.
 - `recover(store, info)`: finish the record of a run found abandoned (the CLI hands it to
   the store: `provenance.store.on_abandoned`);
-- `engine_rows(facts)`, `server_rows(facts)`: what `prov show` prints of the probe's engine
-  facts and of the server a client run talked to;
+- `engine_rows(facts)`, `server_rows(facts)`: a record's facts as the (label, text) rows
+  `prov show` prints and `prov report RUN` shows: the engine block (what torch,
+  transformers and vLLM resolved), model and input files, the server a client talked to.
 - `FACTS_FILE`: the file under `$PROV_RUN_DIR` whose top-level sections join the run's
   manifest (workloads write it with `runners.runfacts.add_run_facts`, stdlib only).
 

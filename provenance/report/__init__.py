@@ -54,11 +54,8 @@ def build_report(target: str, *, store: str | None = None, model: Path | None = 
                                        "context"))
         body, data["tips"], source = build.text_section(ld, model)
         clusters = doc["summary"]["clusters"]
-        sections.append(render.section(
-            f"Disagreement clusters over the text ({len(clusters)})",
-            f"<p class='hint'>{render.esc(source)}. Yellow: inside a cluster; red: top-1 "
-            "disagrees. Hover a token for the reference margin.</p>" + body
-            + render.clusters_table(clusters), "text"))
+        sections.append(render.section(f"Disagreement clusters over the text ({len(clusters)})",
+                                       render.text_section(source, body, clusters), "text"))
         if doc["summary"].get("segments"):
             sections.append(render.section("Disagreements by text segment type",
                                            render.segments_table(doc["summary"]["segments"]),
@@ -78,6 +75,11 @@ def build_report(target: str, *, store: str | None = None, model: Path | None = 
         rec = next(iter(ld.records.values()))
         title += f" {rec.get('run_id')}"
         sections.append(render.section("Run", render.table(build.run_rows(rec)), "summary"))
+        sections.append(render.section("Engine and what the run read",
+                                       render.facts_section(build.inside_rows(rec)), "engine"))
+        sections.append(render.section("Outputs and logs",
+                                       render.outputs_section(build.output_rows(rec)),
+                                       "outputs"))
     elif ld.kind == "sweep":
         title += f" — {doc.get('name') or target}"
         rows = [("spec digest", doc.get("spec_digest", "-")), ("cells", len(doc["cells"])),
@@ -89,12 +91,14 @@ def build_report(target: str, *, store: str | None = None, model: Path | None = 
     heat = build.heatmap_for(ld)
     if heat:
         data["heatmap"] = heat
+        sections.append(render.section("Hidden-state divergence (layer × block digests)",
+                                       render.heatmap_section(heat), "heatmap"))
+    if ld.kind == "repeat":
         sections.append(render.section(
-            "Hidden-state divergence (layer × block digests)",
-            f"<p class='hint'>{len(heat['layers'])} layers × {heat['blocks']} blocks of "
-            f"{heat['block']} positions; colour: {render.esc(heat['label'])}.</p>"
-            "<div class='heat' id='heatmap'></div>", "heatmap"))
-    if ld.kind in ("diverge", "comparison", "repeat"):
+            "Gate: each repeat against run 0 (nothing declared to vary)",
+            render.repeat_gate_section(build.repeat_gate_rows(doc), ld.comparison,
+                                       _context_changes(ld)), "comparison"))
+    if ld.kind in ("diverge", "comparison"):
         sections.append(render.section(
             "Comparison: declared variables and manifest diff",
             render.comparison_section(ld.comparison, doc.get("comparison"),
@@ -115,9 +119,8 @@ def build_report(target: str, *, store: str | None = None, model: Path | None = 
         else None)
     if sb or au:
         sections.append(render.section("SBOM and audit", render.sbom_section(sb, au), "sbom"))
-    meta = (f"target {render.esc(str(target))} · generated "
-            f"{time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())} by prov {__version__}")
-    return render.page(title, meta, sections, data)
+    generated = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
+    return render.page(title, str(target), generated, __version__, sections, data)
 
 
 def _context_changes(ld) -> list | None:

@@ -1,7 +1,7 @@
 """Loaded target -> the page's data: summary rows, series, heatmap, tables, text.
 
 Everything numeric the page plots goes into one JSON document embedded in the page;
-tables and the highlighted text are rendered here as escaped HTML.
+the highlighted text is laid out by textview.py; the markup is in templates/ (render.py).
 """
 
 from __future__ import annotations
@@ -248,6 +248,18 @@ def repeat_rows(doc: dict[str, Any]) -> list[tuple[str, str]]:
     return rows
 
 
+def repeat_gate_rows(doc: dict[str, Any]) -> list[tuple[str, str, str, str]]:
+    """(pair, gate, comparison record, identity) for each repeat gated against run 0."""
+    runs = [r.get("run_id") or "?" for r in doc.get("runs") or []]
+    rows = []
+    for i, g in enumerate(doc.get("comparisons") or [], start=1):
+        pair = f"run 0 vs run {i}" + (f" ({runs[0]} vs {runs[i]})" if i < len(runs) else "")
+        same = g.get("identical")
+        rows.append((pair, str(g.get("gate", "?")), g.get("comparison_record") or "-",
+                     "-" if same is None else "identical" if same else "ignored keys differ"))
+    return rows
+
+
 INVARIANCE_HEAD = ("probe", "identical", "first difference", "top-1 agreement",
                    "max |Δ logprob|", "pairs differing")
 
@@ -295,6 +307,31 @@ def run_rows(rec: dict[str, Any]) -> list[tuple[str, str]]:
         ("loaded libraries", len(rec.get("loaded_libraries") or [])),
         ("drift", (rec.get("drift") or {}).get("detected")),
     ) if v is not None]
+
+
+def inside_rows(rec: dict[str, Any]) -> list[tuple[str, str]]:
+    """What the run's processes resolved and read (the engine block: attention backend,
+    KV-cache dtype, quantization, model; model and input files; the server a client talked
+    to), as `prov show` prints it."""
+    from provenance.exec import engine_rows, server_rows
+
+    facts = rec.get("facts") or {}
+    return engine_rows(facts) + server_rows(facts)
+
+
+def output_rows(rec: dict[str, Any]) -> list[tuple[str, str, str, str]]:
+    """(what, path, digest, size) of the declared outputs, the run directory and the logs."""
+    def size(f: dict[str, Any]) -> str:
+        files = f" in {f['files']} files" if isinstance(f.get("files"), int) else ""
+        return f"{f['size']} bytes{files}" if isinstance(f.get("size"), int) else "-"
+
+    rows = [(f"output ({out.get('type', '?')})", path, out.get("digest") or "-", size(out))
+            for path, out in sorted((rec.get("outputs") or {}).items())]
+    rows += [("run directory", path, f.get("digest") or "-", size(f))
+             for path, f in sorted((rec.get("run_dir") or {}).items())]
+    rows += [("log", name, log.get("digest") or "-", size(log))
+             for name, log in sorted((rec.get("logs") or {}).items())]
+    return rows
 
 
 def text_section(loaded: Loaded, model: Path | None) -> tuple[str, dict, str]:

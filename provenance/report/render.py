@@ -1,17 +1,57 @@
-"""The page: one HTML file with its CSS, script and data inline; nothing is fetched."""
+"""The page: one HTML file with its CSS, script and data inline; nothing is fetched.
+
+The markup lives in jinja2 templates (`templates/`, autoescape on); the functions here
+compute what each template shows and return its HTML as `Markup`.
+"""
 
 from __future__ import annotations
 
-import html
 import json
+import re
+from functools import cache
 from importlib import resources
 from typing import Any
+
+import jinja2
+from markupsafe import Markup, escape
 
 from provenance.model.disclosure import ITEMS, DisclosureError, LegacyCard, read_card
 
 
+def _written(v: Any) -> Any:
+    """What a template writes for a value: strings as they are (escaped by jinja2), anything
+    else as JSON (`null`, `true`, `[1, 2]`), as the report has always written them."""
+    if isinstance(v, str | jinja2.Undefined):
+        return v
+    return json.dumps(v, sort_keys=True)
+
+
+@cache
+def env() -> jinja2.Environment:
+    class _CompactLoader(jinja2.PackageLoader):
+        """Templates are indented for reading; their line breaks and the indentation after
+        each are dropped, so the page is one line of HTML (templates/README.md)."""
+
+        def get_source(self, environment, template):
+            source, path, uptodate = super().get_source(environment, template)
+            return re.sub(r"\n\s*", "", source), path, uptodate
+
+    return jinja2.Environment(loader=_CompactLoader("provenance.report", "templates"),
+                              autoescape=True, finalize=_written)
+
+
+def html(template: str, **values: Any) -> Markup:
+    """A template rendered with `values`, as markup (already escaped)."""
+    return Markup(env().get_template(template).render(**values))
+
+
+def _macro(name: str):
+    return getattr(env().get_template("macros.html").module, name)
+
+
 def esc(v: Any) -> str:
-    return html.escape(v if isinstance(v, str) else json.dumps(v, sort_keys=True))
+    """One value escaped as the templates write it (for text built outside a template)."""
+    return str(escape(_written(v)))
 
 
 def asset(name: str) -> str:
@@ -20,16 +60,11 @@ def asset(name: str) -> str:
 
 def table(rows: list[tuple[Any, ...]], head: tuple[str, ...] | None = None,
           cls: str = "") -> str:
-    out = [f'<table class="{cls}">']
-    if head:
-        out.append("<tr>" + "".join(f"<th>{esc(h)}</th>" for h in head) + "</tr>")
-    for r in rows:
-        out.append("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in r) + "</tr>")
-    return "".join(out) + "</table>"
+    return _macro("table")(rows, head, cls)
 
 
 def section(title: str, body: str, sid: str) -> str:
-    return f'<section id="{sid}"><h2>{esc(title)}</h2>{body}</section>'
+    return _macro("section")(title, body, sid)
 
 
 def series_section(s: dict[str, Any]) -> str:
@@ -38,25 +73,21 @@ def series_section(s: dict[str, Any]) -> str:
             f"{s['n']} positions, every one drawn")
     marks = f"{s['marks_total']} disagreements" + (
         f" (first {len(s['marks'])} marked)" if len(s["marks"]) < s["marks_total"] else "")
-    return (f'<p class="hint">{esc(note)}; red ticks: {esc(marks)}; KL ≤ {s["kl_floor"]:.0e} '
-            "drawn on the floor. Drag to zoom, wheel to zoom, double-click to reset "
-            "(both plots move together).</p>"
-            '<div class="plot" id="plot-kl"></div>'
-            f'<p class="hint">top-1 disagreement rate per bucket of {s["rate"]["bucket"]} '
-            "position(s)</p>"
-            '<div class="plot" id="plot-dis"></div>')
+    return html("series.html", note=note, marks=marks, kl_floor=f"{s['kl_floor']:.0e}",
+                bucket=s["rate"]["bucket"])
 
 
-def clusters_table(clusters: list[dict], limit: int = 50) -> str:
-    """The first `limit` clusters; with a segment column when the text had segments."""
+def text_section(source: str, text: str, clusters: list[dict], limit: int = 50) -> str:
+    """The highlighted text, where it came from, and the first `limit` clusters; with a
+    segment column when the text had segments."""
     seg = any("segment_type" in c for c in clusters)
     rows = [(f"{c['start']}–{c['end']}", c["disagreements"], f"{c['mean_kl']:.2e}",
              *((c.get("segment_type", ""),) if seg else ()),
              c.get("text", "")[:40], c.get("context", "")[:90]) for c in clusters[:limit]]
-    more = f"<p class='hint'>… {len(clusters) - limit} more</p>" if len(clusters) > limit else ""
     head = ("positions", "disagreements", "mean KL", *(("segment",) if seg else ()), "tokens",
             "in context")
-    return table(rows, head) + more
+    return html("text_section.html", source=source, text=text, clusters=rows,
+                clusters_head=head, more=max(len(clusters) - limit, 0))
 
 
 def segments_table(segments: dict[str, Any]) -> str:
@@ -66,51 +97,46 @@ def segments_table(segments: dict[str, Any]) -> str:
              f"{v['mean_kl_ref_cand']:.3e}", v["clusters"])
             for t, v in sorted(segments["by_type"].items(),
                                key=lambda kv: -kv[1]["disagreement_rate"])]
-    return (f"<p class='hint'>{segments['count']} segments of the text "
-            "(TEXT.segments.json); a position belongs to the segment of the token it "
-            "predicts.</p>" + table(rows, ("segment type", "positions", "disagreements (rate)",
-                                          "mean KL(ref‖cand)", "clusters")))
+    return html("segments.html", count=segments["count"], rows=rows)
+
+
+def heatmap_section(heat: dict[str, Any]) -> str:
+    return html("heatmap.html", heat=heat)
+
+
+def facts_section(rows: list[tuple[str, str]]) -> str:
+    return html("facts.html", rows=rows)
+
+
+def outputs_section(rows: list[tuple[str, str, str, str]]) -> str:
+    return html("outputs.html", rows=rows)
 
 
 def comparison_section(rec: dict[str, Any] | None, inline: dict[str, Any] | None,
                        context_changes: list | None) -> str:
-    if rec is None and not inline:
-        return "<p>No comparison record (the runs were not gated).</p>"
-    parts = []
+    sides = diff = inline_rows = None
     if rec is not None:
-        sides = [(s, rec.get(s, {})) for s in ("a", "b")]
-        parts.append(table([(s.upper(), d.get("run_id") or d.get("ref"), d.get("name", ""),
-                             d.get("manifest_digest")) for s, d in sides],
-                           ("side", "run / ref", "name", "identity digest")))
-        vary = rec.get("vary") or []
-        parts.append(f"<p><b>declared variables</b> (--vary): "
-                     f"{esc(', '.join(vary) or '(none)')} · verdict: "
-                     f"{'comparable' if rec.get('comparable') else 'refused'}"
-                     f"{' (identical identity)' if rec.get('identical') else ''}</p>")
-        rows = []
+        sides = [(s.upper(), d.get("run_id") or d.get("ref"), d.get("name", ""),
+                  d.get("manifest_digest")) for s, d in ((s, rec.get(s, {})) for s in "ab")]
+        diff = []
         for spec, v in (rec.get("varied") or {}).items():
-            rows += [(f"--vary {spec}", key, *_sides(ch)) for key, ch in
+            diff += [(f"--vary {spec}", key, *_sides(ch)) for key, ch in
                      (v.get("keys") or {}).items()]
-        rows += [("ignored", key, *_sides(ch)) for key, ch in (rec.get("ignored") or {}).items()]
-        rows += [("REFUSED", key, *_sides(ch)) for key, ch in (rec.get("refused") or {}).items()]
-        parts.append("<p><b>manifest diff (identity keys)</b></p>" + (
-            table(rows, ("covered by", "key", "change", "A", "B"), "diff") if rows
-            else "<p>no identity key differs</p>"))
-        if rec.get("unused_vary"):
-            parts.append(f"<p class='hint'>--vary that covered nothing: "
-                         f"{esc(', '.join(rec['unused_vary']))}</p>")
+        diff += [("ignored", key, *_sides(ch)) for key, ch in (rec.get("ignored") or {}).items()]
+        diff += [("REFUSED", key, *_sides(ch)) for key, ch in (rec.get("refused") or {}).items()]
     elif inline:
-        parts.append(f"<p><b>declared variables</b>: {esc(', '.join(inline.get('vary') or []))}"
-                     f" · gate: {esc(inline.get('gate', '?'))} (comparison record "
-                     f"{esc(inline.get('comparison_record', '-'))} not in any store found)</p>")
-        rows = [(spec, k) for spec, keys in (inline.get("varied_keys") or {}).items()
-                for k in keys]
-        parts.append(table(rows, ("--vary", "key")))
-    if context_changes:
-        rows = [(c.key, c.change, c.a, c.b) for c in context_changes]
-        parts.append(f"<details><summary>{len(rows)} context key(s) differ (not numerics-"
-                     f"relevant)</summary>{table(rows, ('key', 'change', 'A', 'B'))}</details>")
-    return "".join(parts)
+        inline_rows = [(spec, k) for spec, keys in (inline.get("varied_keys") or {}).items()
+                       for k in keys]
+    context = [(c.key, c.change, c.a, c.b) for c in context_changes or []]
+    return html("comparison.html", rec=rec, inline=inline, sides=sides, diff=diff,
+                vary=(rec or {}).get("vary") or [], inline_rows=inline_rows, context=context)
+
+
+def repeat_gate_section(rows: list[tuple[str, str, str, str]], rec: dict[str, Any] | None,
+                        context_changes: list | None) -> str:
+    """Each repeat's gate; then the first pair's stored comparison record, when found."""
+    detail = comparison_section(rec, None, context_changes) if rec is not None else None
+    return html("repeat_gate.html", rows=rows, detail=detail)
 
 
 def _sides(ch: dict[str, Any]) -> tuple[Any, Any, Any]:
@@ -142,12 +168,7 @@ def _item_text(v: Any) -> Any:
 
 def disclosure_section(card: dict[str, Any]) -> str:
     rows = [(k.replace("_", " "), _item_text(card[k])) for k in ITEMS if k in card]
-    legacy = _not_strict(card)
-    note = "" if legacy is None else (
-        "<p class='hint'>A legacy card: written before prov's typed card, its items are "
-        "free text, shown as written and not checked; <code>prov publish</code> refuses it. "
-        f"Not strict: {esc('; '.join(legacy))}</p>")
-    return note + table(rows, ("item", "disclosed"), "card")
+    return html("disclosure.html", rows=rows, legacy=_not_strict(card))
 
 
 POLICY_HEAD = ("statistic", "condition", "observed", "outcome", "reason")
@@ -160,19 +181,17 @@ def policy_title(block: dict[str, Any]) -> str:
 def policy_section(block: dict[str, Any], cells: list[dict[str, Any]] | None = None) -> str:
     """The policy's file and digest, then each check as recorded (a sweep: each cell's
     verdict); the verdict is the policy's, separate from the gate's comparability."""
-    where = (f"<p class='hint'>Policy <code>{esc(block.get('path', '-'))}</code> (sha256 "
-             f"<code>{esc(block.get('sha256', '-'))}</code>). The verdict judges the "
-             "statistics against the policy's thresholds; comparability is the gate's.</p>")
     if cells is not None:
         rows = [(c.get("label", "-"), c["policy"]["verdict"], "; ".join(
                     f"{k['statistic']} {k['outcome']}" for k in c["policy"]["checks"]
                     if k["outcome"] != "pass") or "-")
                 for c in cells if "policy" in c]
-        return where + table(rows, ("cell", "verdict", "checks not passed"), "policy")
+        return html("policy.html", block=block, rows=rows,
+                    head=("cell", "verdict", "checks not passed"))
     rows = [(c["statistic"], _condition(c), "-" if c.get("observed") is None else c["observed"],
              c["outcome"].replace("_", " "), c.get("reason") or c.get("note") or "")
             for c in block.get("checks", [])]
-    return where + table(rows, POLICY_HEAD, "policy")
+    return html("policy.html", block=block, rows=rows, head=POLICY_HEAD)
 
 
 def _condition(check: dict[str, Any]) -> str:
@@ -181,75 +200,55 @@ def _condition(check: dict[str, Any]) -> str:
 
 
 def sbom_section(sbom: dict | None, audit: dict | None) -> str:
-    parts = []
+    sbom_rows = audit_rows = findings = None
     if sbom:
         types = ", ".join(f"{k}: {v}" for k, v in sbom["by_type"].items())
-        parts.append(table([("SBOM", sbom["file"]), ("subject", sbom.get("subject") or "-"),
-                            ("CycloneDX", sbom.get("spec_version")),
-                            ("components", f"{sbom['components']} ({types})"),
-                            ("serial", sbom.get("serial") or "-")]))
+        sbom_rows = [("SBOM", sbom["file"]), ("subject", sbom.get("subject") or "-"),
+                     ("CycloneDX", sbom.get("spec_version")),
+                     ("components", f"{sbom['components']} ({types})"),
+                     ("serial", sbom.get("serial") or "-")]
     if audit:
-        head = table([("audit", audit["file"]), ("backend", audit.get("backend")),
+        audit_rows = [("audit", audit["file"]), ("backend", audit.get("backend")),
                       ("packages", audit.get("packages")), ("audited", audit.get("audited")),
                       ("not audited", audit.get("not_audited")),
-                      ("findings", len(audit["findings"]))])
-        rows = [(f["name"], f["version"], f["id"], ", ".join(f.get("fix_versions") or []))
-                for f in audit["findings"]]
-        parts.append(head + (table(rows, ("package", "version", "id", "fixed in"))
-                             if rows else ""))
-    return "".join(parts)
+                      ("findings", len(audit["findings"]))]
+        findings = [(f["name"], f["version"], f["id"], ", ".join(f.get("fix_versions") or []))
+                    for f in audit["findings"]]
+    return html("sbom.html", sbom=sbom_rows, audit=audit_rows, findings=findings)
 
 
 def sweep_section(m: dict[str, Any]) -> str:
-    head = "".join(f"<th>{esc(c)}</th>" for c in m["columns"])
-    out = [f"<table class='sweep'><tr><th>{esc(m['row_axis'])} \\ "
-           f"{esc(', '.join(m['col_axes']) or '')}</th>{head}</tr>"]
-    for row in m["rows"]:
-        out.append(f"<tr><th>{esc(row['value'])}</th>")
-        for c in row["cells"]:
-            if c is None:
-                out.append("<td class='cell-missing'>(no cell)</td>")
-                continue
-            cls = ["num"]
-            if c["id"] == m["reference"]:
-                cls.append("cell-ref")
-            if c.get("flagged"):
-                cls.append("cell-flag")
-            lines = [f"<b>{esc(c['id'])}</b> {esc(c.get('status', ''))}"]
-            if c["id"] == m["reference"]:
-                lines.append("reference")
-            if c.get("top1_agreement") is not None:
-                lines.append(f"agree {c['top1_agreement']:.4%}")
-            if c.get("kl_mean") is not None:
-                lines.append(f"KL {c['kl_mean']:.2e} (max {c.get('kl_max') or 0:.1e})")
-            if c.get("kl_rev_mean") is not None:
-                lines.append(f"KL(cell‖ref) {c['kl_rev_mean']:.2e} "
-                             f"(p99 {c.get('kl_rev_p99') or 0:.1e})")
-            if c.get("first_disagreement") is not None:
-                lines.append(f"first disagreement at {c['first_disagreement']}")
-            if c.get("resolved"):
-                lines.append(f"ran {esc(c['resolved'])}")
-            if c.get("reason"):
-                lines.append(esc(str(c["reason"])[:300]))
-            if c.get("repeat"):
-                lines.append(f"repeat: {esc(c['repeat'])}")
-            if c.get("invariance"):
-                lines.append(f"invariance: {esc(c['invariance'])}")
-            if c.get("node"):
-                lines.append(f"node {esc(c['node'])}")
-            if c.get("flagged"):
-                lines.append("FLAGGED: " + esc(", ".join(c.get("flag_keys") or [])))
-            out.append(f"<td class='{' '.join(cls)}'>{'<br>'.join(lines)}</td>")
-        out.append("</tr>")
-    return "".join(out) + "</table>"
+    rows = [{"value": row["value"],
+             "cells": [None if c is None else _sweep_cell(c, m["reference"])
+                       for c in row["cells"]]} for row in m["rows"]]
+    return html("sweep.html", m=m, rows=rows)
 
 
-def page(title: str, meta: str, sections: list[str], data: dict[str, Any]) -> str:
+def _sweep_cell(c: dict[str, Any], reference: str) -> dict[str, Any]:
+    """A cell's class and the lines under its id and status, each a plain string."""
+    is_ref = c["id"] == reference
+    cls = ["num", *(["cell-ref"] if is_ref else []), *(["cell-flag"] if c.get("flagged") else [])]
+    lines = ["reference"] if is_ref else []
+    if c.get("top1_agreement") is not None:
+        lines.append(f"agree {c['top1_agreement']:.4%}")
+    if c.get("kl_mean") is not None:
+        lines.append(f"KL {c['kl_mean']:.2e} (max {c.get('kl_max') or 0:.1e})")
+    if c.get("kl_rev_mean") is not None:
+        lines.append(f"KL(cell‖ref) {c['kl_rev_mean']:.2e} (p99 {c.get('kl_rev_p99') or 0:.1e})")
+    if c.get("first_disagreement") is not None:
+        lines.append(f"first disagreement at {c['first_disagreement']}")
+    for key, label in (("resolved", "ran "), ("reason", ""), ("repeat", "repeat: "),
+                       ("invariance", "invariance: "), ("node", "node ")):
+        if c.get(key):
+            lines.append(label + _written(c[key])[:300 if key == "reason" else None])
+    if c.get("flagged"):
+        lines.append("FLAGGED: " + ", ".join(c.get("flag_keys") or []))
+    return {"id": c["id"], "status": c.get("status", ""), "cls": " ".join(cls), "lines": lines}
+
+
+def page(title: str, target: str, generated: str, version: str, sections: list[str],
+         data: dict[str, Any]) -> str:
     blob = json.dumps(data, separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
-    return ("<!doctype html><html lang='en'><head><meta charset='utf-8'>"
-            "<meta http-equiv='Content-Security-Policy' content=\"default-src 'none'; "
-            "script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:\">"
-            f"<title>{esc(title)}</title><style>{asset('report.css')}</style></head><body>"
-            f"<h1>{esc(title)}</h1><p class='meta'>{meta}</p>{''.join(sections)}"
-            f"<script type='application/json' id='prov-data'>{blob}</script>"
-            f"<script>{asset('report.js')}</script></body></html>")
+    return str(html("page.html", title=title, target=target, generated=generated,
+                    version=version, sections=sections, data=Markup(blob),
+                    css=Markup(asset("report.css")), js=Markup(asset("report.js"))))

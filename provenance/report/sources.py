@@ -90,7 +90,10 @@ def _load_result(path: Path, target: str, store_path: str | None) -> Loaded:
     doc, arrays = api.read_result(path)
     stores = _stores(store_path, path.resolve())
     kind = doc["kind"]
-    digest = (doc.get("comparison") or {}).get("comparison_record")
+    # a repeatability result gates each repeat against run 0: the first pair's record
+    gates = doc.get("comparisons") if kind == "repeat" else [doc.get("comparison")]
+    digest = next((g["comparison_record"] for g in gates or []
+                   if isinstance(g, dict) and g.get("comparison_record")), None)
     store, comparison = _find_comparison(stores, digest)
     runs = doc.get("runs")
     ids = list(runs.values()) if isinstance(runs, dict) else [r.get("run_id") for r in runs or []]

@@ -71,18 +71,45 @@ def sweep_matrix(doc: dict[str, Any]) -> dict[str, Any]:
             "rows": rows, "reference": doc["reference"]}
 
 
+def _plain(v: Any) -> str:
+    """A value for a caption: lists joined, tables as `key value` pairs, never a repr."""
+    if isinstance(v, list | tuple):
+        return ", ".join(_plain(x) for x in v)
+    if isinstance(v, dict):
+        return ", ".join(f"{k} {_plain(x)}" for k, x in v.items())
+    return str(v)
+
+
+def _detail(v: dict[str, Any]) -> str | None:
+    """What qualifies a resolved value: torch's sdpa kernel (and what forced it), or the
+    cache setting vLLM was given."""
+    kern = v.get("sdpa_kernel")
+    if isinstance(kern, dict):
+        forced = kern.get("forced")
+        return f"kernel {_plain(kern.get('resolved'))}" + (
+            f", forced {_plain(forced)}" if forced and forced != "none" else "")
+    extra = v.get("cache_config") or kern
+    return _plain(extra) if extra else None
+
+
 def _resolved(runtime: Any) -> str | None:
-    """What the engine said it ran (attention backend, KV cache), for the cell's caption."""
+    """What the engine resolved (vLLM: attention backend, KV cache; transformers: each
+    model's attention implementation, dtype and quantization), for the cell's caption."""
     if not isinstance(runtime, dict):
         return None
     parts = []
     for key in ("attention_backend", "kv_cache_dtype"):
         v = runtime.get(key)
         if isinstance(v, dict) and v.get("resolved"):
-            extra = v.get("cache_config") or v.get("sdpa_kernel")
+            extra = _detail(v)
             fa = v.get("flash_attn_version")
-            parts.append(str(v["resolved"]) + (f" ({extra})" if extra else "")
+            parts.append(_plain(v["resolved"]) + (f" ({extra})" if extra else "")
                          + (f" FA{fa}" if fa and fa != "none" else ""))
+    for m in (runtime.get("models") or {}).values():  # the probe's transformers models
+        if isinstance(m, dict) and m.get("attn_implementation"):
+            quant = m.get("quantization")
+            parts.append(f"{_plain(m['attn_implementation'])} {_plain(m.get('dtype', '?'))}"
+                         + (f" {_plain(quant)}" if quant and quant != "none" else ""))
     return " / ".join(parts) or None
 
 
@@ -111,7 +138,7 @@ def from_store_record(rec: dict[str, Any]) -> dict[str, Any]:
             "kl_rev_max": summary.get("kl_cand_ref_max"),
             "first_disagreement": summary.get("first_disagreement"),
             "repeat": verdict.get("verdict") if isinstance(verdict, dict) else verdict,
-            "reason": row.get("reason") or row.get("error"),
+            "reason": _plain(row.get("reason") or row.get("error") or "") or None,
             "resolved": _resolved(row.get("runtime")),
             "invariance": probed.get("verdict") if isinstance(probed, dict) else None,
         })

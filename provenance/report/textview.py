@@ -1,4 +1,4 @@
-"""Decoded text with the disagreement clusters highlighted, as escaped HTML.
+"""Decoded text with the disagreement clusters highlighted (templates/text.html).
 
 Row j of a divergence is the distribution over token j+1, so the token a row predicts is
 the one highlighted. Only positions inside clusters get a span (the page stays small for
@@ -8,10 +8,9 @@ margin, KL and both top-1 tokens from the embedded data.
 
 from __future__ import annotations
 
-import html
 import shlex
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -67,37 +66,47 @@ def tooltips(arrays: dict[str, np.ndarray], spans: list[tuple[int, int]],
     return out
 
 
-def _span(piece: str, j: int, agree: bool) -> str:
-    cls = "hl" if agree else "hl dis"
-    return f'<span class="{cls}" data-p="{j}">{html.escape(piece)}</span>'
+class Span(NamedTuple):
+    """A token inside a cluster: its text, the position that predicts it, agreement there."""
+
+    piece: str
+    p: int
+    agree: bool
+
+
+def _spans(pieces: list[str], agree: np.ndarray, s: int, b: int) -> list[Span]:
+    return [Span(pieces[j + 1], j, bool(agree[j])) for j in range(s, b - 1)]
 
 
 def highlighted_html(pieces: list[str], agree: np.ndarray,
                      spans: list[tuple[int, int]]) -> str:
-    """The whole text, cluster tokens wrapped; plain stretches escaped in one piece each."""
+    """The whole text, cluster tokens wrapped; plain stretches in one piece each."""
+    from provenance.report.render import html
+
     n = len(pieces)
     if n > FULL_TEXT_TOKENS:
         return windows_html(pieces, agree, spans)
-    out, cursor = [], 0
+    parts: list[str | Span] = []
+    cursor = 0
     for s, e in spans:
         a, b = s + 1, min(e + 2, n)
         if a > cursor:
-            out.append(html.escape("".join(pieces[cursor:a])))
-        out.extend(_span(pieces[j + 1], j, bool(agree[j])) for j in range(s, b - 1))
+            parts.append("".join(pieces[cursor:a]))
+        parts.extend(_spans(pieces, agree, s, b))
         cursor = max(cursor, b)
-    out.append(html.escape("".join(pieces[cursor:])))
-    return '<pre class="text">' + "".join(out) + "</pre>"
+    parts.append("".join(pieces[cursor:]))
+    return html("text.html", parts=parts, windows=None)
 
 
 def windows_html(pieces: list[str], agree: np.ndarray, spans: list[tuple[int, int]]) -> str:
     """A few tokens either side of each cluster, one block per cluster."""
+    from provenance.report.render import html
+
     n = len(pieces)
-    blocks = []
+    windows = []
     for s, e in spans:
         a, b = s + 1, min(e + 2, n)
         lo, hi = max(a - WINDOW, 0), min(b + WINDOW, n)
-        inner = "".join(_span(pieces[j + 1], j, bool(agree[j])) for j in range(s, b - 1))
-        blocks.append(f'<div class="win"><span class="pos">{s}–{e}</span>'
-                      f'<pre class="text">{html.escape("".join(pieces[lo:a]))}{inner}'
-                      f'{html.escape("".join(pieces[b:hi]))}</pre></div>')
-    return "".join(blocks)
+        windows.append({"start": s, "end": e, "parts": [
+            "".join(pieces[lo:a]), *_spans(pieces, agree, s, b), "".join(pieces[b:hi])]})
+    return html("text.html", windows=windows)

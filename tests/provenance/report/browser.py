@@ -54,3 +54,19 @@ PLOTS_READY = ("document.querySelectorAll('.plot[data-rendered=\"1\"]').length >
 
 def console_errors(driver) -> list[dict]:
     return [e for e in driver.get_log("browser") if e.get("level") in ("SEVERE", "ERROR")]
+
+
+PAGE_READY = "document.readyState === 'complete'"
+
+# The page's width against the window's: a page wider than its viewport scrolls sideways.
+WIDTHS = ("return {scroll: document.documentElement.scrollWidth, "
+          "client: document.documentElement.clientWidth, window: window.innerWidth};")
+
+
+def full_page_screenshot(driver, path: Path, most: int = 4000) -> None:
+    """The page from its top, at the window's width, as tall as it is (up to `most` px)."""
+    driver.execute_script("window.scrollTo(0, 0)")
+    height = driver.execute_script("return document.documentElement.scrollHeight")
+    width = driver.execute_script("return window.outerWidth")
+    driver.set_window_size(width, min(height + 140, most))
+    driver.save_screenshot(str(path))

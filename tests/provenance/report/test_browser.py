@@ -4,6 +4,7 @@ react (hover, zoom) and log no console error; a screenshot is kept as a test art
 
 from __future__ import annotations
 
+import json
 import re
 import time
 
@@ -12,7 +13,15 @@ import pytest
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 
-from tests.provenance.report.browser import PLOTS_READY, chromium, console_errors, open_file
+from tests.provenance.report.browser import (
+    PAGE_READY,
+    PLOTS_READY,
+    WIDTHS,
+    chromium,
+    console_errors,
+    full_page_screenshot,
+    open_file,
+)
 from tests.runners.clihelp import prov
 
 INK = """
@@ -91,3 +100,60 @@ def test_100k_report_opens_in_chromium(synthetic_100k, demo_model_dir, tmp_path)
     print(f"\n100k-position report ({out.stat().st_size / 1e6:.2f} MB) ready in "
           f"{seconds:.2f} s ({time.perf_counter() - t0:.2f} s with the screenshot); {shot}")
     assert np.isfinite(seconds)
+
+
+def _wide_sweep(store_dir) -> str:
+    """A stored sweep record with three axes (six columns) and a cell flagged on long keys."""
+    from provenance.store import open_store
+    from provenance.store.records import encode
+
+    axes = {"attn": ["eager", "sdpa"], "dtype": ["float32", "bfloat16", "float16"],
+            "kv_cache_dtype": ["auto", "fp8_e4m3"]}
+    long_key = ("runtime.torch.sdpa_kernels.cpu/float32/head_dim:128/mask:no/causal:yes/"
+                "dropout:no/gqa:yes/allowed:FLASH_ATTENTION+EFFICIENT_ATTENTION+MATH")
+    cells = []
+    for i, (a, d, k) in enumerate((a, d, k) for a in axes["attn"] for d in axes["dtype"]
+                                  for k in axes["kv_cache_dtype"]):
+        gate = ({"gate": "reference"} if i == 0 else {"gate": "flagged", "differing": {
+            long_key: {"reference": "MATH", "cell": "FLASH_ATTENTION"},
+            "env.OMP_NUM_THREADS": {"reference": "1", "cell": "2"}}} if i == 5 else
+            {"gate": "passed"})
+        cells.append({"label": f"attn={a},dtype={d},kv_cache_dtype={k}",
+                      "values": {"attn": a, "dtype": d, "kv_cache_dtype": k},
+                      "reference": i == 0, "state": "complete", "runs": [f"{i:016x}"],
+                      "node": {"hostname": "node-with-a-long-name.cluster.example.org"},
+                      "gate": gate, "verdict": {"verdict": "bit-identical"},
+                      "runtime": {"models": {"0": {"attn_implementation": a, "dtype": d}}},
+                      "summary": {"top1_agreement": 0.98, "kl_ref_cand_mean": 1e-4,
+                                  "kl_ref_cand_max": 2e-3, "kl_cand_ref_mean": 1e-4,
+                                  "kl_cand_ref_p99": 1e-3, "first_disagreement": 40}
+                      if gate["gate"] == "passed" else None})
+    record = {"kind": "prov.sweep", "schema_version": 1, "name": "attn-x-dtype-x-kv",
+              "spec_digest": "sha256:" + "ab" * 32, "axes": axes,
+              "reference": cells[0]["label"], "cells": cells}
+    return open_store(store_dir).put_bytes(encode(record), "sweep")
+
+
+def test_run_comparison_and_sweep_reports_fit_1280_px(user_run, real_diverge, tmp_path):
+    """At 1280 px the run report (a user's script), the comparison report (a stored
+    comparison of two engine runs: long manifest keys in its diff) and a sweep report
+    (six columns, a cell flagged on a long key) never scroll sideways."""
+    store, cwd, run_id = user_run
+    result, div_store, div_cwd, _ = real_diverge
+    record = json.loads((result / "result.json").read_text())["comparison"]
+    sweep = _wide_sweep(tmp_path / "sweep-store")
+    targets = {"run": (run_id, store, cwd, PAGE_READY),
+               "comparison": (record["comparison_record"], div_store, div_cwd, PLOTS_READY),
+               "sweep": (sweep, tmp_path / "sweep-store", tmp_path, PAGE_READY)}
+    with chromium() as drv:
+        for name, (target, st, where, ready) in targets.items():
+            out = tmp_path / f"{name}.html"
+            p = prov("report", target, "--out", str(out), store=st, cwd=where)
+            assert p.returncode == 0, p.stderr
+            drv.set_window_size(1280, 2000)
+            open_file(drv, out, ready)
+            w = drv.execute_script(WIDTHS)
+            assert w["window"] == 1280 and w["scroll"] <= w["client"] <= 1280, (name, w)
+            assert console_errors(drv) == []
+            full_page_screenshot(drv, tmp_path / f"{name}.png")
+    print(f"\nscreenshots: {tmp_path}/{{run,comparison,sweep}}.png")

@@ -6,10 +6,12 @@ HTML and its embedded JSON.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
 import stat
+from html import unescape
 
 import numpy as np
 import pytest
@@ -209,6 +211,12 @@ def test_repeat_report_heatmap(demo_model_dir, tmp_path):
     assert heat["blocks"] == 5 and heat["block"] == 64  # 299 positions in blocks of 64
     assert all(v == 0 for row in heat["values"] for v in row)  # bit-identical
     assert "bit-identical" in html and "repeatability" in html
+    # `prov run repeat` gated run 1 against run 0: the page says so, with the record it stored
+    gate = html[html.index('<section id="comparison">'):]
+    gate = gate[:gate.index("</section>")]
+    record = doc["comparisons"][0]["comparison_record"]
+    assert "not gated" not in gate and f"<td>passed</td><td>{record}</td>" in gate
+    assert "verdict: comparable" in gate  # the stored record, read back from the store
 
 
 def test_stored_sweep_record(tmp_path):
@@ -264,19 +272,32 @@ def test_sweep_cells_not_run_show_why_and_passed_cells_what_ran(tmp_path):
     skipped = {"label": "kv=int4", "values": {"kv": "int4"}, "reference": False,
                "state": "not run", "runs": [], "reason": "FLASH_ATTN has no int4 KV cache",
                "declared": True}
+    # what the probe records of a transformers load, and an engine's sdpa kernel block
+    probed = {**ran, "label": "kv=bf16", "values": {"kv": "bf16"}, "runtime": {"models": {"0": {
+        "attn_implementation": "sdpa", "dtype": "bfloat16", "quantization": "none"}}}}
+    kernel = {**ran, "label": "kv=fp16", "values": {"kv": "fp16"}, "runtime": {
+        "attention_backend": {"resolved": "sdpa", "sdpa_kernel": {
+            "forced": "none", "resolved": ["FLASH_ATTENTION", "MATH"]}}}}
+    failed = {**skipped, "label": "kv=fp4", "values": {"kv": "fp4"}, "state": "failed",
+              "reason": None, "error": {"attempt": 1, "why": "worker died"}}
     record = {"kind": "prov.sweep", "schema_version": 1, "name": "kv",
-              "axes": {"kv": ["auto", "fp8", "int4"]}, "reference": "kv=auto",
-              "cells": [ref, ran, skipped]}
+              "axes": {"kv": ["auto", "fp8", "int4", "bf16", "fp16", "fp4"]},
+              "reference": "kv=auto", "cells": [ref, ran, skipped, probed, kernel, failed]}
     store = open_store(tmp_path / "store")
     digest = store.put_bytes(encode(record), "sweep")
     out = tmp_path / "sw.html"
     p = prov("report", digest[7:20], "--out", str(out), store=tmp_path / "store", cwd=tmp_path)
     assert p.returncode == 0, p.stderr
     table = out.read_text().split("<table class='sweep'>", 1)[1].split("</table>", 1)[0]
+    assert table.count("<td class=") == 6
     assert "not run" in table and "FLASH_ATTN has no int4 KV cache" in table
     assert "KL(cell‖ref) 3.00e-03 (p99 4.0e-02)" in table
     assert "first disagreement at 17" in table
     assert "ran FLASH_ATTN FA3 / uint8 (fp8)" in table
+    assert "ran sdpa bfloat16<" in table  # the probe's transformers model
+    assert "ran sdpa (kernel FLASH_ATTENTION, MATH)<" in table
+    assert "attempt 1, why worker died" in table
+    assert "{" not in unescape(table) and "[" not in unescape(table)  # no dict, no list
 
 
 
@@ -327,3 +348,31 @@ def test_report_summarises_disagreements_by_segment_type(tmp_path):
     # the clusters table names each cluster's segment type
     text = html[html.index("<section id=\"text\">"):]
     assert "<th>segment</th>" in text and "<td>code</td>" in text
+
+
+def _section(page: str, sid: str) -> str:
+    part = page[page.index(f'<section id="{sid}">'):]
+    return part[:part.index("</section>")]
+
+
+def test_run_report_of_a_user_script(user_run, demo_model_dir, tmp_path):
+    """`prov report RUN` of a user's own script that loaded the demo model: the engine block
+    (what transformers and torch resolved), the model files and the declared output, each
+    digest checked against the file itself."""
+    store, cwd, run_id = user_run
+    out = tmp_path / "run.html"
+    p = prov("report", run_id[:8], "--out", str(out), store=store, cwd=cwd)
+    assert p.returncode == 0, p.stderr
+    page = unescape(out.read_text())
+    engine = _section(page, "engine")
+    assert "Qwen3ForCausalLM" in engine and "attn sdpa (requested sdpa)" in engine
+    assert "dtype float32" in engine and "quantization none" in engine
+    assert re.search(r"sdpa kernel [A-Z_]+: cpu/float32/", engine)  # the kernel torch chose
+    for name in ("model.safetensors", "config.json", "tokenizer.json"):
+        digest = hashlib.sha256((demo_model_dir / name).read_bytes()).hexdigest()
+        assert f"<td>model file</td><td>{name}  sha256:{digest}" in engine
+    outputs = _section(page, "outputs")
+    written = (cwd / "out.txt").read_bytes()
+    assert (f"<td>output (file)</td><td>out.txt</td><td>sha256:"
+            f"{hashlib.sha256(written).hexdigest()}</td><td>{len(written)} bytes</td>") in outputs
+    assert "<td>log</td><td>stdout</td>" in outputs and "<td>log</td><td>stderr</td>" in outputs
