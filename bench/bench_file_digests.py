@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT))
 
 from containers import filehash, scan_image  # noqa: E402
 
-_INIT, _NARROW = filehash.FileHasher.__init__, filehash.FileHasher.narrow
+_INIT, _NARROW = filehash.MemberDigester.__init__, filehash.MemberDigester.narrow
 
 
 def _md5_only(self, *args, **kwargs) -> None:
@@ -44,13 +44,13 @@ POLICIES = {
 
 
 def _run(source: str, policy: str) -> tuple[float, float, int]:
-    filehash.FileHasher.__init__, filehash.FileHasher.narrow = POLICIES[policy]
+    filehash.MemberDigester.__init__, filehash.MemberDigester.narrow = POLICIES[policy]
     try:
         cpu, wall = time.process_time(), time.perf_counter()
         scan = scan_image(source, verify_files=True)
         cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
     finally:
-        filehash.FileHasher.__init__, filehash.FileHasher.narrow = _INIT, _NARROW
+        filehash.MemberDigester.__init__, filehash.MemberDigester.narrow = _INIT, _NARROW
     return cpu, wall, sum(c.checked for c in (scan.files or {}).values())
 
 

@@ -46,11 +46,11 @@ def peak_rss(argv: list[str], cwd: Path) -> tuple[int, int, float]:
 
 
 def _bundle(work: Path, mib: int) -> tuple[Path, Path]:
-    from provenance.keys import generate
     from provenance.model import Manifest
     from provenance.publish.archive import write_tar_gz
     from provenance.publish.bundle import publish
-    from provenance.publish.inputs import Subject
+    from provenance.publish.keys import generate
+    from provenance.sbom.subjects import Subject
 
     result = work / f"result-{mib}.bin"
     with open(result, "wb") as fh:

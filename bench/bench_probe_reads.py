@@ -13,8 +13,8 @@ costs: `prov exec` with the probe on, off (PROV_INPROCESS=0) and no prov at all,
    left open, so the file is still mapped when the program ends), run bare, under `prov exec`
    with PROV_INPROCESS=0, with the probe and prov's file-digest cache cleared (cold), and
    with it as the cold run left it (warm); `sha256sum` of the same file and Python's
-   hashlib.sha256 over it in 1 MiB reads (what prov's FileHasher does) are the floors. R
-   interleaved rounds, medians. The file is in the page cache for all but the first read,
+   hashlib.sha256 over it in 1 MiB reads (prov's FileDigestCache: hashlib.file_digest) are the
+   floors. R interleaved rounds, medians. The file is in the page cache for all but the first read,
    the same for every case: the cold-warm difference is hashing, not the disk.
 For each probed run the bench reads `prov show RUN --json` and says what the record holds
 for the checkpoint (`model.files.*` / `inputs.files.*`, with the digest's source: computed

@@ -53,8 +53,8 @@ DOCS = (("sbom.cdx.json", _DOC_SHAPES, (15, 40)),
 
 def base_bundle(root: Path) -> tuple[Path, Path, Path]:
     """A real signed bundle directory, the signer's private and public keys."""
-    from provenance.keys import generate
     from provenance.publish.bundle import publish
+    from provenance.publish.keys import generate
     from tests.provenance.sbom.helpers_sbom import sample_subject
 
     priv, pub, _ = generate(root / "signer")
@@ -81,9 +81,9 @@ def padded(bundle: Path, key: Path, out: Path, target: str, shape: str, mb: int)
     padded to ~`mb` MB, the statement's digest of it updated, and signed again."""
     import hashlib
 
-    from provenance.keys import load_private
     from provenance.publish.bundle import SIGNED_NAME
     from provenance.publish.dsse import sign
+    from provenance.publish.keys import load_private
 
     shutil.copytree(bundle, out)
     env = json.loads((bundle / SIGNED_NAME).read_text())

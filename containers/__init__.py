@@ -14,7 +14,8 @@ May import only the manifest model (`provenance.model`, redaction included).
 
 from __future__ import annotations
 
-__all__ = ["SOURCES_HELP", "ImageError", "ImageScan", "Registry", "RegistryError", "scan_image"]
+__all__ = ["KINDS", "SOURCES_HELP", "ImageError", "ImageScan", "Registry", "RegistryError",
+           "scan_image"]
 
 
 def __getattr__(name: str) -> object:  # no `typing` import: foreign interpreters load this
@@ -34,6 +35,10 @@ def __getattr__(name: str) -> object:  # no `typing` import: foreign interpreter
         from containers import registry
 
         return getattr(registry, name)
+    if name == "KINDS":
+        from containers.verify import KINDS
+
+        return KINDS
     if name == "SOURCES_HELP":
         from containers.reference import SOURCES_HELP
 

@@ -8,7 +8,7 @@ one):
 - md5 and sha1 as well, unless the file lies in a `site-packages`/`dist-packages` tree
   outside `usr/` (Debian's and Alpine's own Python packages live under usr/): dpkg's
   `md5sums` use md5, apk's `Z:` checksums sha1, and neither installs into virtual
-  environments or conda prefixes. Which of the two is decided per layer (`FileHasher.md5`,
+  environments or conda prefixes. Which of the two is decided per layer (`MemberDigester.md5`,
   `.sha1`): the scan narrows them to the image's package database once a layer has shown
   it (dpkg's status: md5; apk's installed: sha1), so only the layers before it pay both.
 
@@ -79,7 +79,7 @@ def _digest(layer: int, size: int, hashes: list, md5: bool, sha1: bool) -> FileD
                       hashes[-1].digest() if sha1 else None)
 
 
-class FileHasher:
+class MemberDigester:
     """Hashes large file bodies on a worker thread, small ones inline.
 
     hashlib releases the GIL on large buffers, so a big file's sha256 and md5 run beside the

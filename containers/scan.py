@@ -12,7 +12,7 @@ from containers.cuda_stack import cuda_section
 from containers.digest import chain_ids
 from containers.dists import PythonDist, PythonHistory, python_dists, python_section
 from containers.errors import ImageError
-from containers.filehash import FileHasher
+from containers.filehash import MemberDigester
 from containers.mediatypes import check_layer_type, compression_note
 from containers.owners import library_owners
 from containers.resolve import check_config
@@ -210,7 +210,7 @@ def scan_opened(
         check_layer_type(desc.media_type, f"{opened.source}: layer {i}")
     history = DbHistory()
     py_history = PythonHistory()
-    hasher = FileHasher() if verify else None
+    hasher = MemberDigester() if verify else None
     databases: set[str] = set()  # the OS package databases the layers so far hold
     notes: list[str] = []
 

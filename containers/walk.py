@@ -22,7 +22,7 @@ from typing import NamedTuple
 
 from containers.decompress import Decompressed, Reader
 from containers.errors import ImageError
-from containers.filehash import FileDigest, FileHasher
+from containers.filehash import FileDigest, MemberDigester
 from containers.limits import MAX_RETAINED, member_limit
 from containers.tarstream import (
     BLOCKDEV,
@@ -204,18 +204,18 @@ def walk(
     wants: Wants,
     on_layer: OnLayer | None = None,
     on_bytes: Callable[[int, int], None] | None = None,
-    hash_files: bool | FileHasher = False,
+    hash_files: bool | MemberDigester = False,
 ) -> FileView:
     """Stream every layer blob once; returns the final view of wanted files.
 
     on_layer runs after each listing; on_bytes(index, compressed_bytes_so_far) feeds a
     progress bar. hash_files: every regular file's body is also hashed as it streams past
-    (`FileView.digests`), by the FileHasher given (whose algorithms the caller may change
+    (`FileView.digests`), by the MemberDigester given (whose algorithms the caller may change
     between layers).
     """
     view = FileView()
-    hasher = hash_files if isinstance(hash_files, FileHasher) else (
-        FileHasher() if hash_files else None)
+    hasher = hash_files if isinstance(hash_files, MemberDigester) else (
+        MemberDigester() if hash_files else None)
     kept: dict[str, tuple[Staged, LayerRead]] = {}  # blob digest -> what its read found
     try:
         for layer in layers:
@@ -250,7 +250,7 @@ def _read_blob(
     layer: Layer,
     wants: Wants,
     on_bytes: Callable[[int, int], None] | None,
-    hasher: FileHasher | None,
+    hasher: MemberDigester | None,
 ) -> tuple[Staged, LayerRead]:
     """Stream one layer blob: what it stages, and what its read found."""
     raw = layer.open()
@@ -347,7 +347,7 @@ def _read_layer(
     chunk: Callable[[], bytes],
     wants: Wants,
     view: FileView,
-    hasher: FileHasher | None,
+    hasher: MemberDigester | None,
 ) -> Staged:
     """One layer's staged entries; the digest checks run when its stream is drained."""
     staged_files: dict[str, bytes] = {}

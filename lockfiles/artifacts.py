@@ -16,7 +16,6 @@ When none answers, the lock says so; no hash or location is ever invented.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import re
 import urllib.error
@@ -27,6 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from packaging.utils import canonicalize_name
+
+from provenance.model.digests import file_sha256, hex_of
 
 
 @dataclass(frozen=True)
@@ -132,8 +133,7 @@ def installed_rows(wheel: Path) -> list[list[str]] | None:
 def local_artifact(path: Path, source: str, fingerprint: Fingerprint | None) -> Artifact:
     """A file on this machine: its sha256 and, for a wheel, the fingerprint installing it
     gives (None when no fingerprint function is given or its RECORD is unreadable)."""
-    with open(path, "rb") as fh:
-        digest = hashlib.file_digest(fh, "sha256").hexdigest()
+    digest = hex_of(file_sha256(path))  # a lock's `hashes` hold the bare hex
     rows = installed_rows(path) if fingerprint and path.suffix == ".whl" else None
     return Artifact(path.name, digest, source, path=str(path.resolve()),
                     size=path.stat().st_size,

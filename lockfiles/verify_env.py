@@ -113,7 +113,7 @@ def _applicable(lock: Lock, env: dict[str, str]) -> dict[str, LockedPackage]:
     return chosen
 
 
-def verify(lock: Lock, manifest: Manifest, exact: bool | None = None) -> Report:
+def verify_environment(lock: Lock, manifest: Manifest, exact: bool | None = None) -> Report:
     """The environment against the lock; `exact` overrides the lock's own `exact`."""
     py = manifest.facts.get("python")
     if not isinstance(py, dict) or not isinstance(py.get("packages"), dict):

@@ -5,16 +5,10 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+from provenance.model.digests import file_sha256, hex_of, sha256_digest
+
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.json", "merges.txt",
                    "special_tokens_map.json")
-
-
-def file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def _tree_digest(entries: list[tuple[str, str]]) -> str:
@@ -31,15 +25,15 @@ def model_digest(model_dir: Path) -> str:
         p.suffix in (".safetensors", ".bin") or p.name == "config.json")]
     if not files:
         raise FileNotFoundError(f"{model_dir}: no config.json or weight files")
-    return _tree_digest([(p.name, file_sha256(p)) for p in files])
+    return _tree_digest([(p.name, hex_of(file_sha256(p))) for p in files])
 
 
 def tokenizer_digest(model_dir: Path) -> str:
     files = [Path(model_dir) / n for n in TOKENIZER_FILES if (Path(model_dir) / n).is_file()]
     if not files:
         raise FileNotFoundError(f"{model_dir}: no tokenizer files")
-    return _tree_digest([(p.name, file_sha256(p)) for p in files])
+    return _tree_digest([(p.name, hex_of(file_sha256(p))) for p in files])
 
 
 def text_digest(text: str) -> str:
-    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return sha256_digest(text.encode("utf-8"))

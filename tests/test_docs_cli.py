@@ -21,7 +21,7 @@ def _commands() -> list[tuple[str, Any]]:
 
     import provenance.cli as cli
 
-    cli._register(["python"])  # every command module, as `prov --help` loads them
+    cli.load_commands()  # every command module, as `prov --help` loads them
     order = list(cli.COMMAND_MODULES)
 
     def walk(cmd: Any, path: list[str]):

@@ -19,9 +19,7 @@ PLACEHOLDER = re.compile(r"<|\.\.\.|…|\$|(^|/)[A-Z][A-Z_]*[A-Z](/|$|\.(?!md))"
 
 # Paths the docs name ahead of a move in flight; the entry fails once the path exists, so
 # the list cannot go stale (the lead deletes it at merge).
-PENDING: dict[str, str] = {
-    "provenance/snapshot/": "the snapshot's room, made by issue 31's rooms work",
-}
+PENDING: dict[str, str] = {}
 
 
 def pages() -> list[Path]:

@@ -32,7 +32,7 @@ def test_the_preset_table_matches_presets() -> None:
 def test_compare_help_names_every_preset() -> None:
     import provenance.cli as cli
 
-    cli._register(["compare"])
+    cli.load_commands("compare")
     vary = next(p for p in cli.command().commands["compare"].params if p.name == "vary")
     named = re.search(r"preset \(([^)]*)\)", vary.help).group(1)
     assert named == ", ".join(sorted(PRESETS))

@@ -8,6 +8,7 @@ A forbidden arrow fails the test with `file:line: from -> to` for each offender.
 from __future__ import annotations
 
 import ast
+import importlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,49 +28,49 @@ class Rule:
     everything: bool = False
 
 
-# Rooms that are the same room for these rules (the snapshot and the collectors it runs).
-SNAPSHOT = ("provenance.snapshot", "provenance.snapshot_cache", "provenance.snapshot_memo",
-            "provenance.gitstate",
-            "provenance.collectors")
+MODEL = "provenance.model"
+# The snapshot and the collectors it runs are one room (one row of the table).
+SNAPSHOT = ("provenance.snapshot", "provenance.collectors")
 # Inside the collectors' room, the stdlib-only readers the snapshot and the probe share.
 STANDALONE = "provenance.collectors.standalone"
 # Packages whose path `prov exec` extends with another directory at run time: the probe
 # loads the standalone readers as its own submodules (`from . import torch_state`), so such
 # an import is an arrow to the reader (the probe's `READERS_VAR`, exec/probe/host.py).
 EXTENDED_PATHS = {"provenance.exec.probe.inproc._prov_probe": STANDALONE}
-CONTAINERS_PUBLIC = ("containers", "containers.catalogers")
-ROOMS_PUBLIC = ("containers", "lockfiles", "runners.api", "provenance.sbom", "provenance.audit",
-                "provenance.publish", "provenance.report", "provenance.selftest",
-                "provenance.exec", "provenance.snapshot", "provenance.collectors",
-                "provenance.keys")
+# The rooms built on records: each is a room of its own, and reaches another only through
+# its public API.
+ON_RECORDS = ("provenance.sbom", "provenance.audit", "provenance.publish", "provenance.report",
+              "provenance.selftest")
+# A room's public API is its package: the names its `__init__.py` lists in `__all__`.
+PUBLIC_APIS = ("containers", "lockfiles", "runners.api", "provenance.snapshot",
+               "provenance.exec", *ON_RECORDS)
 
-# THE TABLE. The most specific room (longest prefix) decides; a module that matches no room
-# is an error (every module lives in a room).
+# THE TABLE (docs/development.md, "Rooms and import rules"), one rule per room. The most
+# specific room (longest prefix) decides; a module that matches no room is an error (every
+# module lives in a room).
 RULES: tuple[Rule, ...] = (
-    Rule(("provenance.model",)),
+    Rule((MODEL,)),
     # readers run inside another interpreter without prov (the snapshot's subprocess, the
     # in-process probe): a leaf; stdlib only and Python 3.8 syntax are checked by
     # tests/provenance/collectors/standalone/test_torch_state.py
     Rule((STANDALONE,)),
-    Rule(("containers",), deep=("provenance.model",)),
-    Rule(("lockfiles",), deep=("provenance.model",)),
-    Rule(("provenance.store",), deep=("provenance.model",)),
-    Rule(SNAPSHOT, deep=("provenance.model", *SNAPSHOT), public=CONTAINERS_PUBLIC),
-    Rule(("provenance.exec",), deep=("provenance.model", *SNAPSHOT, "provenance.store")),
-    Rule(("provenance.gate",), deep=("provenance.model", "provenance.store")),
-    Rule(("provenance.sbom", "provenance.audit", "provenance.publish", "provenance.report",
-          "provenance.selftest"),
-         deep=("provenance.model", "provenance.store", "provenance.gate"),
-         public=ROOMS_PUBLIC),
-    Rule(("provenance.cli",), everything=True),
+    Rule(("containers",), deep=(MODEL,)),
+    Rule(("lockfiles",), deep=(MODEL,)),
+    Rule(("provenance.store",), deep=(MODEL,)),
+    Rule(SNAPSHOT, deep=(MODEL, *SNAPSHOT), public=("containers", "containers.catalogers")),
+    Rule(("provenance.exec",), deep=(MODEL, *SNAPSHOT, "provenance.store")),
+    Rule(("provenance.gate",), deep=(MODEL, "provenance.store")),
+    *(Rule((room,), deep=(MODEL, "provenance.store", "provenance.gate"), public=PUBLIC_APIS)
+      for room in ON_RECORDS),
+    # the faces: every room, through its public API
+    Rule(("provenance.cli",), deep=(MODEL,),
+         public=(*PUBLIC_APIS, "provenance.store", "provenance.gate", "containers.catalogers")),
     # `python -m provenance`: the CLI's entry point and nothing else
     Rule(("provenance.__main__",), public=("provenance.cli",)),
-    # `prov keygen`'s keys: part of publishing until it moves into provenance/publish/.
-    Rule(("provenance.keys",), deep=("provenance.model",)),
     # `prov serve`'s front: a program run under the supervisor (its recorder is the probe's)
-    Rule(("provenance.serve",), deep=("provenance.model",)),
+    Rule(("provenance.serve",), deep=(MODEL,)),
     Rule(("provenance",)),  # the package itself: `import provenance` stays cheap
-    Rule(("runners",), deep=("provenance.model",),
+    Rule(("runners",), deep=(MODEL,),
          public=("provenance.store", "provenance.gate", "provenance.exec")),
 )
 
@@ -151,10 +152,29 @@ def imports_of(path: Path, source: str, modules: dict[str, Path]) -> list[tuple[
 
 
 def _submodule(base: str, name: str, modules: dict[str, Path]) -> str | None:
+    """`pkg.name` when `from pkg import name` imports a module: not a name `pkg` exports in
+    its `__all__` (a room's public API), and a module of that name exists."""
+    if name in exported(base, modules):
+        return None
     for package in (base, EXTENDED_PATHS.get(base)):
         if package is not None and f"{package}.{name}" in modules:
             return f"{package}.{name}"
     return None
+
+
+def exported(package: str, modules: dict[str, Path]) -> set[str]:
+    """The names a package's `__init__.py` lists in `__all__`."""
+    path = modules.get(package)
+    if path is None or path.name != "__init__.py":
+        return set()
+    for node in ast.parse(path.read_text(), filename=str(path)).body:
+        if isinstance(node, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+            try:
+                return set(ast.literal_eval(node.value))
+            except ValueError:  # computed (`sorted(_HOME)`): the package says
+                return set(importlib.import_module(package).__all__)
+    return set()
 
 
 def _under(module: str, prefix: str) -> bool:
@@ -273,9 +293,40 @@ def test_the_checker_reads_nested_and_relative_imports(tmp_path: Path) -> None:
     assert not allowed("runners.repeat", "provenance.cli.output")
     assert not allowed("provenance.model.manifest", "provenance.store")
     assert not allowed("provenance.collectors.os_info", "containers.catalogers.dpkg")
-    assert allowed("provenance.cli.sbom_cmd", "containers.scan")
+    assert not allowed("provenance.cli.sbom_cmd", "containers.scan")
+    assert allowed("provenance.cli.sbom_cmd", "containers")
     assert allowed("provenance.cli.run_cmd", "runners.api")
     assert not allowed("provenance.cli.sbom_cmd", "runners.repeat")
+    # the rooms built on records are rooms of their own: public APIs only between them
+    assert not allowed("provenance.sbom.source", "provenance.publish.bundle")
+    assert allowed("provenance.publish.bundle", "provenance.sbom")
+    assert allowed("provenance.publish.bundle", "provenance.gate.compare")
+
+
+def test_a_name_a_package_exports_is_an_arrow_to_the_package(tmp_path: Path) -> None:
+    """`from pkg import render` is an arrow to `pkg` when `render` is in pkg's `__all__`,
+    even where a module `pkg.render` exists; otherwise to the module."""
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text('__all__ = ["render"]\n')
+    module = tmp_path / "use.py"
+    module.write_text("from provenance.sbom import render, build\n")
+    modules = {"provenance.sbom": package / "__init__.py",
+               "provenance.sbom.render": package / "render.py",
+               "provenance.sbom.build": package / "build.py"}
+    found = sorted(t for _, t in imports_of(module, "provenance.publish.use", modules))
+    assert found == ["provenance.sbom", "provenance.sbom.build"]
+
+
+def test_every_room_of_provenance_has_its_own_rule_and_row() -> None:
+    """Each package under provenance/ is a room the table names itself (the collectors and
+    the snapshot share one, as the docs' table says), and the docs' table lists it."""
+    docs = (ROOT / "docs" / "development.md").read_text(encoding="utf-8")
+    rooms = sorted(p.parent.name for p in (ROOT / "provenance").glob("*/__init__.py"))
+    named = {room for rule in RULES for room in rule.rooms}
+    for room in rooms:
+        assert f"provenance.{room}" in named, f"provenance/{room}/ has no rule of its own"
+        assert f"`provenance/{room}/`" in docs, f"docs/development.md has no row for {room}"
 
 
 # Command modules that import another command's private names (none left: core's one

@@ -1,21 +1,17 @@
-"""The `prov` command line. Each command group lives in its own module and registers itself.
-
-Heavy modules (torch, vllm, docker, cyclonedx, rich tables) are imported inside commands,
-never here, so `prov --help` stays fast.
+"""The `prov` command line: one typer app. Each command module registers its commands on
+`app` when imported; `run` imports only the modules of the command it is given (every one for
+`prov --help`), and command modules import the rooms they call inside their commands, so
+`prov --help` never imports torch, vllm, docker, cyclonedx or rich tables.
 """
 
 from __future__ import annotations
 
-import os
+import importlib
 import sys
 
-from provenance.cli.fast import dispatch
+import typer
 
-dispatch(sys.argv)  # `prov snapshot ...` runs and exits here, without importing typer
-
-import typer  # noqa: E402
-
-from provenance.model.errors import EXIT_CODES  # noqa: E402
+from provenance.model.errors import EXIT_CODES
 
 
 def _exit_code_epilog() -> str:
@@ -51,9 +47,8 @@ def _group(
     """Keeps `prov` a command group even when only one command module is loaded."""
 
 
-# Which modules register each top-level command. `prov NAME ...` imports only NAME's
-# modules (about 15 ms less at start-up); anything else (`--help`, an unknown name, an
-# import from Python) registers every command.
+# Which modules register each top-level command (bench/bench_startup.py: `prov snapshot`
+# with only its module against every module imported).
 COMMAND_MODULES: dict[str, tuple[str, ...]] = {
     "snapshot": ("snapshot_cmd",), "diff": ("diff_cmd",), "verify": ("verify_cmd",),
     "lock": ("lock_cmd",), "pin": ("pin_cmd",), "compare": ("compare_cmd",),
@@ -72,31 +67,29 @@ READS_RUNS = {"runs", "show", "compare", "store", "report", "publish", "audit", 
 
 
 def _recover_abandoned(store, info):
-    from provenance.exec.recover import recover
+    from provenance.exec import recover
 
     return recover(store, info)
 
 
-def _register(argv: list[str]) -> None:
-    import importlib
-
-    invoked = os.path.basename(argv[0]) == "prov" and len(argv) > 1
-    modules = COMMAND_MODULES.get(argv[1]) if invoked else None
+def load_commands(name: str | None = None) -> None:
+    """Register command `name` on `app` (None, an option or an unknown name: every command,
+    as `prov --help` lists them), and for a command that reads runs, the store's hook that
+    finishes an abandoned run's record."""
+    modules = COMMAND_MODULES.get(name or "")
     if modules is None:
         modules = tuple(dict.fromkeys(m for ms in COMMAND_MODULES.values() for m in ms))
-    for name in modules:
-        importlib.import_module(f"provenance.cli.{name}")
-    if not invoked or argv[1] in READS_RUNS:  # not for `prov --help` (the store's import)
-        import provenance.store.store as store_module
+    for module in modules:
+        importlib.import_module(f"provenance.cli.{module}")
+    if name in READS_RUNS:
+        from provenance.store import on_abandoned
 
-        store_module.RECOVER_ABANDONED = _recover_abandoned
-
-
-_register(sys.argv)
+        on_abandoned(_recover_abandoned)
 
 
 def command(escape_markup: bool = True):
-    """The click command tree of `app`, with metavars that name what a value is."""
+    """The click command tree of `app` (the commands loaded so far: `load_commands`), with
+    metavars that name what a value is."""
     from provenance.cli import conventions, option_checks
 
     cmd = typer.main.get_command(app)
@@ -113,31 +106,13 @@ def main() -> None:
 def run(args: list[str] | None = None) -> int:
     """Run prov on `args` (default: sys.argv[1:]) and return its exit status. Every error is
     turned into its one line here, once (provenance/cli/failure.py); SystemExit passes."""
+    args = sys.argv[1:] if args is None else list(args)
     try:
+        load_commands(args[0] if args else None)
         # Without standalone mode click returns typer.Exit's code instead of exiting.
         code = command()(args=args, prog_name="prov", standalone_mode=False)
     except (Exception, KeyboardInterrupt) as exc:  # click's usage errors come here too
-        return _failed(exc)
+        from provenance.cli.failure import failed
+
+        return failed(exc)
     return code if isinstance(code, int) else 0
-
-
-def _failed(exc: BaseException) -> int:
-    from provenance.cli.failure import error_line, failed
-
-    try:  # typer >= 0.27 vendors click; a separately installed click is not the one raising
-        from typer._click import exceptions as click_exc
-    except ImportError:
-        from click import exceptions as click_exc  # type: ignore[no-redef]
-    if isinstance(exc, typer.Exit):
-        return exc.exit_code
-    if isinstance(exc, click_exc.UsageError):
-        where = exc.ctx.command_path if exc.ctx is not None else "prov"
-        error_line(f"{exc.format_message()} (see '{where} --help')")
-        return 2
-    if isinstance(exc, click_exc.ClickException):
-        error_line(exc.format_message())
-        return exc.exit_code or 2
-    if isinstance(exc, getattr(click_exc, "Abort", ())):
-        print("prov: aborted", file=sys.stderr)
-        return 130
-    return failed(exc)

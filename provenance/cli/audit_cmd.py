@@ -29,8 +29,7 @@ def audit(
     ),
 ) -> None:
     """Audit Python packages for known vulnerabilities. Exit 1: vulnerable; 4: not audited."""
-    from provenance.audit import packages_of
-    from provenance.audit.base import EXIT_NOT_AUDITED, EXIT_VULNERABLE
+    from provenance.audit import EXIT_NOT_AUDITED, EXIT_VULNERABLE, packages_of
     from provenance.cli.image_scan import scan_with_progress
     from provenance.sbom import resolve_subject
 
@@ -42,14 +41,14 @@ def audit(
     if not packages:
         raise ProvError(f"{subject.label}: the manifest lists no Python packages to audit")
     if osv_db is not None:
-        from provenance.audit.osv_db import OsvDbBackend
+        from provenance.audit import OsvDbBackend
 
         backend = OsvDbBackend(osv_db)
     else:
-        from provenance.audit.pip_audit_backend import DEFAULT_OSV_URL, PipAuditBackend
+        from provenance.audit import DEFAULT_OSV_URL, PipAuditBackend
 
         backend = PipAuditBackend(osv_url or DEFAULT_OSV_URL, timeout=timeout)
-    from provenance.audit.base import ServiceUnreachable
+    from provenance.audit import ServiceUnreachable
 
     try:
         result = backend.audit(packages)
@@ -75,7 +74,7 @@ def audit(
 
 def _not_audited(backend, packages, why: str):
     """The result `--json` prints when no service answered: every package skipped."""
-    from provenance.audit.base import AuditResult
+    from provenance.audit import AuditResult
 
     name = f"pip-audit osv {backend.osv_url}" if hasattr(backend, "osv_url") else str(backend)
     return AuditResult(name, (), (), tuple((p, why) for p in packages))
@@ -110,7 +109,7 @@ def _print_table(result) -> None:
 
 
 def _write_sbom(subject, result, path: Path) -> None:
-    from provenance.audit.cyclonedx import vulnerabilities
+    from provenance.audit import vulnerabilities
     from provenance.model.atomic import write_atomic
     from provenance.sbom import build_bom, render
 

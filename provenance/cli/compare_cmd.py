@@ -50,7 +50,7 @@ def render_outputs(c, con) -> None:
         return
     if not c.outputs:
         return
-    from provenance.gate.outputs import counts
+    from provenance.gate import counts
 
     summary = ", ".join(f"{n} {STATE_WORDS[s]}" for s, n in counts(c.outputs).items())
     _plain(con, f"outputs: {summary}")

@@ -50,7 +50,7 @@ def diff(
     """Show what differs between two manifests. Exit 0: same identity; 1: differs; 2: bad input."""
     from provenance.cli.output import console, print_json
     from provenance.model.diff import diff_manifests
-    from provenance.store.resolve import load_manifest
+    from provenance.store import load_manifest
 
     d = diff_manifests(load_manifest(a), load_manifest(b))
     if as_json:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from provenance.gate.pair import GatePassed
+    from provenance.gate import GatePassed
 
 
 def default_out(kind: str) -> Path:
@@ -32,7 +32,7 @@ def gate_check(vary: list[str], store=None, standalone: bool = False):
         return None
 
     def check(ref, cand) -> GatePassed:
-        from provenance.gate.pair import GateRefused, gate_pair
+        from provenance.gate import GateRefused, gate_pair
         from provenance.store import open_store
 
         try:

@@ -23,7 +23,7 @@ def source_manifest(
 ):
     """The manifest to lock or verify: a file, a run, an image, or a live environment
     (the one source resolver, `provenance.sbom.resolve_subject`), with Python packages."""
-    from lockfiles.pylock import require_python
+    from lockfiles import require_python
     from provenance.sbom import resolve_subject
 
     subject = resolve_subject(image=image, run=run, manifest=manifest, python=python,
@@ -55,7 +55,7 @@ def lock(
     as_json: bool = typer.Option(False, "--json", help="Print what was written as JSON."),
 ) -> None:
     """Write a PEP 751 pylock.toml (with prov's facts under [tool.prov])."""
-    from lockfiles.pylock import write_pylock
+    from lockfiles import write_pylock
 
     if not (out.parent if str(out.parent) else Path(".")).is_dir():
         raise ProvError(f"{out.parent}: directory does not exist")
@@ -92,8 +92,7 @@ def lock(
 def _sources(indexes: list[str], find_links: list[Path], step):
     """The lock's artifact sources, and the indexes (to say which were unreachable)."""
     from containers.catalogers import content_fingerprint
-    from lockfiles.artifacts import LocalWheels, SimpleIndex
-    from lockfiles.pylock import Sources
+    from lockfiles import LocalWheels, SimpleIndex, Sources
 
     asked = [SimpleIndex(url) for url in indexes]
     local = LocalWheels(find_links, content_fingerprint) if find_links else None
@@ -122,12 +121,11 @@ def verify_environment_command(
     """Exit 0 when the environment (or image SOURCE) matches the lock, 1 when it does not;
     with `exact`, an installed package the lock does not name is a mismatch whatever the
     lock's kind."""
-    from lockfiles.read import read_lock
-    from lockfiles.verify_env import verify
+    from lockfiles import read_lock, verify_environment
 
     lock_doc = read_lock(lock_path)
     manifest = source_manifest(None, source, None, verify_files=source is None, python=python)
-    report = verify(lock_doc, manifest, exact=True if exact else None)
+    report = verify_environment(lock_doc, manifest, exact=True if exact else None)
     if as_json:
         from provenance.cli.output import print_json
 

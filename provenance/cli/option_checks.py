@@ -6,10 +6,8 @@
   the command line count (a default is not a choice).
 - An empty value (`--out ''`, `prov exec -o ''`): a path option would read it as `.`, the
   working directory; a name, a URL or a key as nothing at all.
-`apply` hooks both into the click tree (`provenance.cli.command`); the fast `prov snapshot`
-path (cli/fast.py) asks `refusal` and `has_empty` and leaves such a command line to typer, so
-both ways in say the same. tests/hostile/cli/test_option_checks.py tries every entry.
-Standard library only at import time.
+`apply` hooks both into the click tree (`provenance.cli.command`).
+tests/hostile/cli/test_option_checks.py tries every entry.
 """
 
 from __future__ import annotations
@@ -60,11 +58,6 @@ def refusal(command: str, given: set[str]) -> str | None:
         if option in given and needed not in given:
             return f"{option} works only with {needed}"
     return None
-
-
-def has_empty(values: dict[str, object]) -> bool:
-    """Whether any option value (a string, or one of a repeated option's) is empty."""
-    return any(v == "" or (isinstance(v, list | tuple) and "" in v) for v in values.values())
 
 
 def _long_name(param: Any) -> str:

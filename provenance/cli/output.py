@@ -98,7 +98,7 @@ def duration(seconds: float | None) -> str:
 
 def state_text(state: str, exit_status: int | None, signal: str | None = None) -> str:
     """`failed (exit 7)`, `failed (SIGKILL)`, `complete`, `running`."""
-    from provenance.store.states import RunState
+    from provenance.store import RunState
 
     if state == RunState.FAILED and signal:
         return f"failed ({signal})"

@@ -38,7 +38,7 @@ def pin(
     and every file a package lists, re-hashed (with what was checked, skipped, unlisted)."""
     from importlib.metadata import version
 
-    from lockfiles.image_lock import lock_from_facts, lock_packages
+    from lockfiles import image_lock
     from provenance.model.atomic import write_atomic
 
     if platform is not None and not _PLATFORM.fullmatch(platform):
@@ -50,7 +50,7 @@ def pin(
     facts = scan.facts()
     files = scan.file_checks()
     coverage = scan.coverage.as_dict() if scan.coverage is not None else None
-    text = lock_from_facts(
+    text = image_lock.lock_from_facts(
         facts, created_by=f"prov {version('prov-llm')}", files=files, coverage=coverage
     )
     write_atomic(out, text)
@@ -64,7 +64,7 @@ def pin(
         "manifest_synthesized": image["manifest_synthesized"],
         "config_digest": image["config_digest"],
         "layers": len(image["layers"]),
-        "packages": len(lock_packages(facts)),
+        "packages": len(image_lock.lock_packages(facts)),
         "files": _files_summary(files or {}),
         "coverage": coverage,
         "warnings": scan.warnings,
@@ -100,7 +100,7 @@ def pin(
 def _files_summary(files: dict[str, Any]) -> dict[str, int]:
     """Totals over the per-package file checks: files checked, claims skipped (an algorithm
     not hashed), and each finding kind."""
-    from containers.verify import KINDS
+    from containers import KINDS
 
     out = {k: sum(c.get(k, 0) for c in files.values()) for k in ("checked", "skipped")}
     for kind in KINDS:
@@ -130,7 +130,7 @@ def _print_findings(con, files: dict[str, Any]) -> None:
     """One line per finding (package, path, kind and why), the first _SHOWN of them."""
     from rich.markup import escape
 
-    from containers.verify import KINDS
+    from containers import KINDS
     from provenance.cli.verify_image import finding_text
 
     found = [

@@ -53,7 +53,7 @@ def publish(
     as_json: bool = typer.Option(False, "--json", help="Print what was published as JSON."),
 ) -> None:
     """Bundle results with their run, manifest, SBOM and an in-toto/SLSA attestation (DSSE)."""
-    from provenance.publish.bundle import publish as do_publish
+    from provenance.publish import publish as do_publish
     from provenance.sbom import resolve_subject
 
     if not run and not manifest:
@@ -62,7 +62,7 @@ def publish(
         raise ProvError("give --out BUNDLE (a directory or .tar.gz) and/or --to registry:...")
     target = None
     if to is not None:
-        from provenance.publish.registry import parse_target
+        from provenance.publish import parse_target
 
         target = parse_target(to)
         if target.digest:
@@ -70,7 +70,7 @@ def publish(
     subject = resolve_subject(run=run, manifest=manifest)
     image_digest = _image_digest(subject) if target else None
     if target is not None:
-        from provenance.publish.registry import subject_descriptor
+        from provenance.publish import subject_descriptor
 
         subject_descriptor(target, image_digest)  # fail before building anything
     import tempfile
@@ -88,7 +88,7 @@ def publish(
               file=sys.stderr)
         pushed = None
         if target is not None:
-            from provenance.publish.registry import push_bundle
+            from provenance.publish import push_bundle
 
             archive = _archive_bytes(done.path, Path(tmp))
             digest, how_ref = push_bundle(archive, image_digest, target)
@@ -116,7 +116,7 @@ def _image_digest(subject) -> str:
 
 
 def _archive_bytes(path: Path, tmp: Path) -> bytes:
-    from provenance.publish.archive import is_archive, write_tar_gz
+    from provenance.publish import is_archive, write_tar_gz
 
     if is_archive(path):
         return path.read_bytes()
@@ -132,8 +132,8 @@ def keygen(
     force: bool = typer.Option(False, "--force", help="Overwrite an existing key pair."),
 ) -> None:
     """Create an ed25519 key pair for signing bundles."""
-    from provenance.keys import generate
+    from provenance.publish import keys
 
-    priv, pub, kid = generate(out, force=force)
+    priv, pub, kid = keys.generate(out, force=force)
     print(f"private key {priv} (keep it secret), public key {pub}, key id {kid}",
           file=sys.stderr)

@@ -65,7 +65,7 @@ def render_repeat(verdict: dict[str, Any], spec: str, runs: int, path: Path, con
 def render_diverge(summary: dict[str, Any], ref: str, cand: str, path: Path, con) -> None:
     from rich.table import Table
 
-    from provenance.report.build import figure_rows
+    from provenance.report import figure_rows
 
     t = Table(title=f"divergence: {ref}  vs  {cand}")
     t.add_column("figure")

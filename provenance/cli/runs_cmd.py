@@ -111,10 +111,10 @@ def _print_show(info, rec, all_libs: bool = False) -> None:
         rows.append(("output", f"{path}  {out.get('type')}  {out.get('digest', '')}"))
     for path, f in sorted((rec.run_dir or {}).items()):
         rows.append(("run file", f"{path}  {f.get('digest', '')}"))
-    from provenance.exec.probe.show import engine_rows
+    from provenance.exec import engine_rows
 
     rows += engine_rows(rec.facts or {})  # what the in-process probe saw
-    from provenance.exec.serving.show import server_rows
+    from provenance.exec import server_rows
 
     rows += server_rows(rec.facts or {})  # the server runs a client talked to
     rows += _library_rows(rec.loaded_libraries or [], all_libs)

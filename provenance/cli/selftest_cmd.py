@@ -47,8 +47,7 @@ def identity(
 ) -> None:
     """Run the identity perturbation matrix (CPU by default; --gpu on a CUDA machine)."""
     from provenance.cli.output import console
-    from provenance.selftest import matrix
-    from provenance.selftest.identity import Runner, run_matrix
+    from provenance.selftest import Runner, matrix, run_matrix
 
     con = console(stderr=True)
     if programs:
@@ -129,7 +128,7 @@ def _only(rows: list, only: str) -> list:
 
 
 def _alt_python(con) -> str | None:
-    from provenance.selftest.altenv import ensure_alt_env
+    from provenance.selftest import ensure_alt_env
 
     try:
         return str(ensure_alt_env(CACHE / "alt-numpy"))

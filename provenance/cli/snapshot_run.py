@@ -1,6 +1,4 @@
-"""`prov snapshot` itself, without typer: `provenance.cli.fast` calls it straight from the
-console script (typer's import is most of a warm snapshot's start-up), the typer command in
-`snapshot_cmd` for everything else. One implementation, two ways in."""
+"""`prov snapshot` itself: what the typer command in `snapshot_cmd` calls."""
 
 from __future__ import annotations
 
@@ -102,10 +100,8 @@ def run_snapshot(
     python: str | None,
     verify_files: bool,
     image: str | None,
-    started: object = None,
 ) -> None:
-    """`prov snapshot`: collect, store (or write --out), print the summary. `started`: the
-    --python collector child the fast path already started (`collectors.foreign.start`)."""
+    """`prov snapshot`: collect, store (or write --out), print the summary."""
     if fmt not in ("toml", "json"):
         raise ProvError(f"--format must be toml or json, not {fmt!r}")
     if out is not None and out.parent and not out.parent.exists():
@@ -114,24 +110,19 @@ def run_snapshot(
         _snapshot_image(image, out, fmt, as_json)
         return
     if python is not None:
-        from provenance.collectors.interpreter import interpreter_path, require_python_section
+        from provenance.snapshot import interpreter_path, require_python_section
 
         python = interpreter_path(python)
     from provenance.snapshot import SnapshotOptions, take_snapshot
 
     with _rehash_progress(verify_files, as_json) as progress:
-        options = SnapshotOptions(python=python, verify_files=verify_files, started=started,
-                                  progress=progress)
+        options = SnapshotOptions(python=python, verify_files=verify_files, progress=progress)
         manifest, warnings = take_snapshot(options)
     if python is not None:
         require_python_section(python, manifest.facts)
     stored = None
-    if as_json or out is None:
-        from provenance.snapshot_memo import digest_and_text
-
-        digest, text = digest_and_text(manifest, python)
-    else:
-        digest, text = manifest.digest(), None
+    digest = manifest.digest()
+    text = manifest.to_json() if as_json or out is None else None
     if out is not None:
         manifest.write(out, fmt)
     else:  # kept in the run store, so `prov diff`/`prov compare` can name it by digest

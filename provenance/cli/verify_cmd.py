@@ -67,7 +67,7 @@ def verify(
     if lock is not None:
         if image and target:
             raise ProvError("give the image either as SOURCE or with --image, not both")
-        from lockfiles.read import is_environment_lock
+        from lockfiles import is_environment_lock
 
         if is_environment_lock(lock):  # pylock.toml, uv.lock, requirements.txt
             from provenance.cli.lock_cmd import verify_environment_command
@@ -85,11 +85,11 @@ def verify(
         raise ProvError("nothing to verify: give a BUNDLE, or --lock FILE")
     if not target.startswith("registry:") and not Path(target).exists():
         raise ProvError(f"{target}: no such bundle")  # a missing input is 2, as for --lock
-    from provenance.publish.remote import verify_target
+    from provenance.publish import verify_target
 
     wanted = None
     if receipt is not None:
-        from provenance.publish.receipts import read_receipt
+        from provenance.publish import read_receipt
 
         wanted = read_receipt(receipt)  # malformed: bad input, exit 2
     if model is not None and not model.is_dir():
@@ -109,7 +109,7 @@ def _print_steps(report) -> None:
     import json
 
     from provenance.cli.output import console
-    from provenance.publish.verify import FAIL, PASS, SKIP, WARN
+    from provenance.publish import FAIL, PASS, SKIP, WARN
 
     out = console()
     if report.headline:  # the first line: nobody's signature was checked

@@ -12,14 +12,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from lockfiles.image_lock import Difference
+from lockfiles import image_lock
 from provenance.model.errors import EXIT_DIFFERS, EXIT_OK
 
 
 def verify_image_lock(lock: Path, source: str | None, as_json: bool) -> int:
     """0 when the image matches its lock, 1 when it differs; bad input raises ProvError."""
     from containers import scan_image
-    from lockfiles.verify_image import check_image_lock
+    from lockfiles import check_image_lock
 
     check = check_image_lock(lock, source, scan_image)
     show = _print_json if as_json else _print_table
@@ -27,7 +27,8 @@ def verify_image_lock(lock: Path, source: str | None, as_json: bool) -> int:
     return EXIT_OK if check.match else EXIT_DIFFERS
 
 
-def _print_json(lock: Path, source: str, doc: dict, facts: dict, diffs: list[Difference]) -> None:
+def _print_json(lock: Path, source: str, doc: dict, facts: dict,
+                diffs: list[image_lock.Difference]) -> None:
     out: dict[str, Any] = {
         "lock": str(lock),
         "source": source,
@@ -45,7 +46,8 @@ def _print_json(lock: Path, source: str, doc: dict, facts: dict, diffs: list[Dif
     sys.stdout.write(json.dumps(out, indent=2, sort_keys=True) + "\n")
 
 
-def _print_table(lock: Path, source: str, doc: dict, facts: dict, diffs: list[Difference]) -> None:
+def _print_table(lock: Path, source: str, doc: dict, facts: dict,
+                 diffs: list[image_lock.Difference]) -> None:
     from rich.markup import escape
     from rich.table import Table
     from rich.text import Text

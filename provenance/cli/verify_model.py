@@ -14,7 +14,7 @@ from provenance.model.errors import EXIT_DIFFERS, EXIT_OK, ProvError
 
 def verify_model_command(model: Path, run: str | None, signature: Path | None,
                          key: Path | None, no_signature: bool, as_json: bool) -> int:
-    from provenance.publish.model_dir import compare, from_run, from_signature
+    from provenance.publish import model_dir
 
     if not model.is_dir():
         raise ProvError(f"--model {model}: not a directory")
@@ -27,10 +27,10 @@ def verify_model_command(model: Path, run: str | None, signature: Path | None,
         raise ProvError("--key with --model checks a --signature; none was given")
     checks = []
     if run is not None:
-        checks.append(from_run(model, *_run_facts(run)))
+        checks.append(model_dir.from_run(model, *_run_facts(run)))
     if signature is not None:
-        checks.append(from_signature(model, signature, key))
-    checks = [compare(model, c) for c in checks]
+        checks.append(model_dir.from_signature(model, signature, key))
+    checks = [model_dir.compare(model, c) for c in checks]
     if as_json:
         from provenance.cli.output import print_json
 

@@ -1,9 +1,6 @@
 """The Python collector inside another interpreter (`prov snapshot --python PATH`), as a
-child process that may be started early: the CLI's fast path starts it before prov's own
-imports, so the child's start-up overlaps them, and the snapshot collects its answer. When
-nothing the child's last answer depends on has changed (`answer_cache`), no child starts.
-
-Standard library only, and cheap to import (no prov module): it runs before everything else.
+child process. When nothing the child's last answer depends on has changed (`stamped`), no
+child starts.
 """
 
 from __future__ import annotations
@@ -11,27 +8,26 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import subprocess
+import threading
 import time
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
-from provenance.collectors import answer_cache
-
-if TYPE_CHECKING:  # subprocess is imported only when a child starts (~3 ms)
-    import subprocess
+from provenance.collectors import stamped
+from provenance.collectors.python_env import PROGRESS, answer_key
 
 _PROJECT_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
+@dataclass
 class Started:
-    """A collection under way: a child process, or the still-valid answer of an earlier one.
-    (A plain class: `dataclasses` costs ~6 ms to import, before anything else has.)"""
+    """A collection under way: a child process, or the still-valid answer of an earlier one."""
 
-    __slots__ = ("proc", "verify", "started_ns", "cached", "progress")
-
-    def __init__(self, proc: subprocess.Popen | None, verify: bool, started_ns: int = 0,
-                 cached: dict | None = None, progress: bool = False) -> None:
-        self.proc, self.verify, self.started_ns, self.cached = proc, verify, started_ns, cached
-        self.progress = progress  # the child reports re-hashing progress on stderr
+    proc: subprocess.Popen | None
+    verify: bool
+    started_ns: int = 0
+    cached: dict | None = None
+    progress: bool = False  # the child reports re-hashing progress on stderr
 
 
 def command(python: str, verify: bool, progress: bool = False) -> list[str]:
@@ -50,11 +46,9 @@ def start(python: str, verify: bool, use_cache: bool = True, progress: bool = Fa
     earlier answer still holds (never with `verify`: that must re-hash every file).
     `progress`: the child reports re-hashing on stderr, for `finish(on_progress=...)`."""
     if use_cache and not verify:
-        cached = answer_cache.lookup(python)
-        if cached is not None:
+        cached = stamped.load(answer_key(python))
+        if isinstance(cached, dict):
             return Started(None, verify, cached=cached)
-    import subprocess
-
     started_ns = time.time_ns()
     proc = subprocess.Popen(command(python, verify, progress), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
@@ -79,10 +73,8 @@ def finish(started: Started, python: str, timeout: float, warnings: list,
 
 
 def _answer(started: Started, python: str, timeout: float, on_progress=None) -> dict | str:
-    """The child's parsed answer (kept in the answer cache when it may be), or the reason
-    it has none."""
-    import subprocess
-
+    """The child's parsed answer (kept when it may be: `stamped.save`), or the reason it
+    has none."""
     proc = started.proc
     assert proc is not None
     try:
@@ -104,17 +96,13 @@ def _answer(started: Started, python: str, timeout: float, on_progress=None) -> 
     except (ValueError, KeyError, TypeError, AttributeError):
         return f"unavailable: {python} did not answer as prov's collector does"
     if isinstance(deps, dict) and not started.verify:
-        answer_cache.keep(python, result, deps, started.started_ns)
+        stamped.save(answer_key(python), result, deps, started.started_ns)
     return result
 
 
 def _communicate_with_progress(proc: subprocess.Popen, timeout: float, on_progress):
     """`proc.communicate(timeout)`, passing the child's progress lines on stderr to
     `on_progress(done, total)` as they come; the other stderr lines are returned as usual."""
-    import threading
-
-    from provenance.collectors.python_env import PROGRESS
-
     out: list[str] = []
     err: list[str] = []
 
@@ -132,8 +120,6 @@ def _communicate_with_progress(proc: subprocess.Popen, timeout: float, on_progre
                threading.Thread(target=lambda: out.append(proc.stdout.read()), daemon=True)]
     for reader in readers:
         reader.start()
-    import subprocess
-
     try:
         proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:

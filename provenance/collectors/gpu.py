@@ -69,7 +69,7 @@ def kernel_driver_present() -> bool:
 
 def collect(warnings: list[str]) -> GpuSection:
     if not kernel_driver_present():
-        # Skips importing NVML (~12 ms) on machines that cannot have it working.
+        # NVML cannot work without the kernel driver: say why, without loading it.
         return {"count": 0, "driver": "none: no NVIDIA kernel driver (/proc/driver/nvidia absent)"}
     try:
         import pynvml as nv  # nvidia-ml-py

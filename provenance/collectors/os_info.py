@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from containers.catalogers import OS_RELEASE_PATHS, parse_os_release
-from provenance.collectors import answer_cache
+from provenance.collectors import stamped
 
 
 def _libc() -> dict[str, str]:
@@ -69,18 +69,18 @@ def _dpkg_inputs(root: Path) -> list[str]:
 
 
 def host_dpkg_packages(warnings: list[str], root: Path = Path("/")) -> dict[str, Any] | None:
-    """`dpkg_packages` of a host's root, kept (`answer_cache`) until the database changes:
-    parsing a 700-package status file is most of the os collector (~5 ms)."""
-    path = answer_cache.entry_path("dpkg", [answer_cache.VERSION, str(root)])
-    kept = answer_cache.load(path)
+    """`dpkg_packages` of a host's root, kept (`stamped`) until the database changes:
+    parsing the status file is most of the os collector (bench/bench_startup.py)."""
+    path = stamped.entry_path("dpkg", [str(root)])
+    kept = stamped.load(path)
     if isinstance(kept, dict) and "packages" in kept:
         warnings.extend(kept.get("warnings", []))
         return kept["packages"]
     started_ns, found = time.time_ns(), []
     packages = dpkg_packages(root, found)
     warnings.extend(found)
-    deps = {p: answer_cache.stamp(p) for p in _dpkg_inputs(root)}
-    answer_cache.save(path, {"packages": packages, "warnings": found}, deps, started_ns)
+    stamped.save(path, {"packages": packages, "warnings": found},
+                 stamped.stamps(_dpkg_inputs(root)), started_ns)
     return packages
 
 

@@ -8,6 +8,7 @@ importlib.metadata (and so `pip list`) finds it, never from import-time `__versi
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -27,6 +28,7 @@ from containers.catalogers import (
 )
 from containers.catalogers import headers as _headers
 from containers.catalogers import record_rows as _record_rows
+from provenance.collectors import stamped
 
 if TYPE_CHECKING:  # typing only: this module runs in interpreters without prov's dependencies
     from provenance.model.sections import Interpreter
@@ -120,101 +122,32 @@ def _direct_url(where: Path) -> dict | None:
     return out
 
 
-class FingerprintCache:
-    """RECORD facts (record_sha256, fingerprint) of each distribution, keyed by the RECORD
-    file's (st_dev, st_ino, st_size, st_mtime_ns): both facts are functions of RECORD's bytes
-    alone, and any installer that rewrites RECORD changes that stat. Kept beside the snapshot
-    cache, one file per interpreter, sys.path and collector code version. A RECORD modified
-    within the last two seconds is not cached (its mtime could repeat after an edit: git's
-    "racily clean").
-    `--verify-files` never uses it: it needs the rows and re-hashes every file anyway.
-    """
-
-    RACY_NS = 2_000_000_000
-    VERSION = 1
-
-    def __init__(self, path: Path | None) -> None:
-        self.path = path
-        self.entries: dict = {}
-        self.seen: set = set()  # entries of distributions still installed: the ones kept
-        self.changed = False
-        if path is not None:
-            try:
-                data = json.loads(path.read_text(encoding="utf-8"))
-                if isinstance(data, dict) and data.get("version") == self.VERSION:
-                    self.entries = data.get("entries", {})
-            except (OSError, ValueError):
-                pass
-
-    @staticmethod
-    def default_path(paths: list) -> Path:
-        from provenance.collectors.answer_cache import cache_root
-
-        base = cache_root()
-        code = [_stamp(__file__), _stamp(_python_dist_file())]
-        key = json.dumps([sys.executable, sys.prefix, sys.version, code, paths])
-        name = "fingerprints-" + hashlib.sha256(key.encode()).hexdigest()[:24] + ".json"
-        return Path(base) / "snapshots" / name
-
-    def get(self, record: Path, st: os.stat_result) -> dict | None:
-        self.seen.add(str(record))
-        hit = self.entries.get(str(record))
-        if hit and hit[0] == [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns]:
-            return {"record_sha256": hit[1], "fingerprint": hit[2]}
-        return None
-
-    def put(self, record: Path, st: os.stat_result, facts: dict) -> None:
-        self.seen.add(str(record))
-        if st.st_mtime_ns > time.time_ns() - self.RACY_NS:
-            return
-        stamp = [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns]
-        self.entries[str(record)] = [stamp, facts["record_sha256"], facts["fingerprint"]]
-        self.changed = True
-
-    def save(self) -> None:
-        gone = set(self.entries) - self.seen
-        for key in gone:
-            del self.entries[key]
-        if not (self.changed or gone) or self.path is None:
-            return
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-            tmp.write_text(json.dumps({"version": self.VERSION, "entries": self.entries}))
-            os.replace(str(tmp), str(self.path))
-        except OSError:
-            pass  # an unwritable cache only costs speed
+def fingerprint_table(paths: list, use_cache: bool = True) -> stamped.StampedTable:
+    """RECORD's facts (record_sha256, fingerprint) of each distribution, kept by the RECORD
+    file's stamp (both are functions of RECORD's bytes alone), one table per interpreter and
+    sys.path, valid while the code computing them is unchanged. `--verify-files` never uses
+    it: it needs the rows and re-hashes every file anyway."""
+    if not use_cache:
+        return stamped.StampedTable(None)
+    name = "fingerprints-" + hashlib.sha256(json.dumps(
+        [sys.executable, sys.prefix, sys.version, paths]).encode()).hexdigest()[:24] + ".json"
+    code = [__file__, sys.modules[content_fingerprint.__module__].__file__ or ""]
+    return stamped.StampedTable(os.path.join(stamped.cache_root(), "snapshots", name), code)
 
 
-def _stamp(path: str) -> list:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return []
-    return [st.st_mtime_ns, st.st_size]
-
-
-def _python_dist_file() -> str:
-    """The fingerprint code's own file (its changes invalidate the cache)."""
-    return sys.modules[content_fingerprint.__module__].__file__ or ""
-
-
-def _record_facts(where: Path, keep: bool, cache: FingerprintCache | None, warnings: list,
-                  label: str):
-    """(facts, rows): RECORD's sha256 and fingerprint, from the cache when still valid;
+def _record_facts(where: Path, keep: bool, table: stamped.StampedTable | None,
+                  warnings: list, label: str):
+    """(facts, rows): RECORD's sha256 and fingerprint, from the table when still valid;
     rows only when `keep` (for --verify-files). (None, None) without a readable RECORD."""
-    record = where / "RECORD"
-    try:
-        st = record.stat()
-    except OSError:
-        warnings.append(f"python: {label} has no readable RECORD")
-        return None, None
-    if cache is not None and not keep:
-        hit = cache.get(record, st)
-        if hit is not None:
+    record = str(where / "RECORD")
+    started_ns, recorded = time.time_ns(), stamped.stamp(record)
+    if table is not None and not keep:
+        hit = table.get(record, recorded)
+        if isinstance(hit, dict):
             return hit, None
     try:
-        data = record.read_bytes()
+        with open(record, "rb") as fh:
+            data = fh.read()
     except OSError:
         warnings.append(f"python: {label} has no readable RECORD")
         return None, None
@@ -223,13 +156,13 @@ def _record_facts(where: Path, keep: bool, cache: FingerprintCache | None, warni
         "record_sha256": "sha256:" + hashlib.sha256(data).hexdigest(),
         "fingerprint": content_fingerprint(rows),
     }
-    if cache is not None:
-        cache.put(record, st, facts)
+    if table is not None:
+        table.put(record, recorded, facts, started_ns)
     return facts, rows if keep else None
 
 
 def distributions(paths: list, warnings: list, keep_rows: dict | None = None,
-                  cache: FingerprintCache | None = None) -> dict:
+                  table: stamped.StampedTable | None = None) -> dict:
     """Every distribution on `paths`, keyed by normalised name; the first on the path wins."""
     packages: dict = {}
     for where in metadata_dirs(paths):
@@ -259,7 +192,7 @@ def distributions(paths: list, warnings: list, keep_rows: dict | None = None,
         facts = rows = None
         if where.suffix == ".dist-info":
             keep = keep_rows is not None
-            facts, rows = _record_facts(where, keep, cache, warnings, headers["Name"])
+            facts, rows = _record_facts(where, keep, table, warnings, headers["Name"])
         if facts is not None:
             entry.update(facts)
             if keep_rows is not None:
@@ -363,9 +296,9 @@ def collect(paths: list | None = None, verify: bool = False, use_cache: bool = T
     warnings: list = []
     paths = list(sys.path if paths is None else paths)
     rows: dict | None = {} if verify else None
-    cache = FingerprintCache(FingerprintCache.default_path(paths) if use_cache else None)
-    packages = distributions(paths, warnings, keep_rows=rows, cache=cache)
-    cache.save()
+    table = fingerprint_table(paths, use_cache)
+    packages = distributions(paths, warnings, keep_rows=rows, table=table)
+    table.save(prune=True)  # rows of distributions no longer installed are dropped
     section = interpreter()
     section["sys_path"] = [strip_url_credentials(p) for p in paths if p]
     stats = {"packages": len(packages)}
@@ -382,16 +315,66 @@ def collect(paths: list | None = None, verify: bool = False, use_cache: bool = T
     return {"section": section, "warnings": warnings, "stats": stats}
 
 
+_KEY_ENV = ("HOME", "LD_LIBRARY_PATH", "LD_PRELOAD")
+_DIST_FILES = ("METADATA", "PKG-INFO", "RECORD", "INSTALLER", "direct_url.json")
+_PROJECT_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def answer_deps(paths: list) -> dict:
+    """Inside the inspected interpreter, after collecting: the stamps of everything the
+    answer depends on (`stamped`), so a later snapshot can reuse it without starting it:
+    - each metadata directory on sys.path and the files read in it (METADATA, PKG-INFO,
+      RECORD, INSTALLER, direct_url.json; an `.egg-info` file is its own PKG-INFO);
+    - each sys.path directory (an install, upgrade or removal adds, renames or removes an
+      entry in it) and the `.pth` files in it;
+    - what decides sys.path besides: sitecustomize/usercustomize, the user site directory
+      and pyvenv.cfg (stamped absent too: creating them changes sys.path), the interpreter
+      (its directory: re-pointing a venv's `python` link changes it; its binary, libpython);
+    - prov's own code the interpreter loaded.
+    Not covered: a sys.path computed by code in a `.pth` file or sitecustomize from some
+    other input. The environment that steers start-up is the key's (`answer_key`)."""
+    import site
+
+    wanted = [sys.executable, os.path.dirname(sys.executable), os.path.realpath(sys.executable),
+              os.path.join(sys.prefix, "pyvenv.cfg")]
+    libdir, soname = sysconfig.get_config_var("LIBDIR"), sysconfig.get_config_var("INSTSONAME")
+    if libdir and soname:
+        wanted.append(os.path.join(libdir, soname))
+    if getattr(site, "USER_SITE", None):
+        wanted.append(site.USER_SITE)
+    for entry in paths:
+        wanted.append(entry)
+        with contextlib.suppress(OSError):
+            wanted += [os.path.join(entry, n) for n in os.listdir(entry) if n.endswith(".pth")]
+    for where in metadata_dirs(paths):
+        wanted.append(str(where))
+        wanted += [os.path.join(str(where), name) for name in _DIST_FILES]
+    for name, module in list(sys.modules.items()):
+        file = getattr(module, "__file__", None) or ""
+        if name in ("sitecustomize", "usercustomize") or file.startswith(_PROJECT_ROOT):
+            wanted.append(file)
+    return stamped.stamps(wanted)
+
+
+def answer_key(python: str, paths: list | None = None) -> str:
+    """The entry of the collector's answer for interpreter `python` (`paths`: its sys.path,
+    when collected in this process): the interpreter as named, the variables that steer its
+    start-up, and the cwd when a relative PYTHONPATH entry depends on it."""
+    env = sorted((k, v) for k, v in os.environ.items()
+                 if k.startswith(("PYTHON", "_PYTHON")) or k in _KEY_ENV)
+    relative = any(p and not os.path.isabs(p)
+                   for p in os.environ.get("PYTHONPATH", "").split(os.pathsep))
+    material = [os.path.abspath(python), env, os.getcwd() if relative else None, paths]
+    return stamped.entry_path("python" if paths is None else "python-here", material)
+
+
 def main(paths: list | None = None, verify: bool = False, progress: bool = False) -> None:
     """Entry point inside a foreign interpreter: print the result as JSON on stdout, with
-    the stamps of what it depends on (`answer_cache`) unless it re-hashed files; with
+    the stamps of what it depends on (`answer_deps`) unless it re-hashed files; with
     `progress`, re-hashing reports on stderr (`progress_to_stderr`)."""
     result = collect(paths, verify, progress=progress_to_stderr() if progress else None)
     if not verify:
-        from provenance.collectors.answer_cache import stamps
-
-        where = list(paths if paths is not None else sys.path)
-        result["deps"] = stamps(where, list(metadata_dirs(where)))
+        result["deps"] = answer_deps(list(paths if paths is not None else sys.path))
     sys.stdout.write(json.dumps(result))
 
 

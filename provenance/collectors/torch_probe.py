@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from provenance.collectors.standalone import torch_state
+from provenance.model.digests import file_sha256
 
 # The child: torch first, as a fresh process imports it, then the one reader of its state
 # (standalone/torch_state.py, which the in-process probe runs too), from the directory
@@ -49,7 +50,7 @@ _KEY_ENV_PREFIXES = (
 
 
 def cache_dir() -> Path:
-    from provenance.collectors.answer_cache import cache_root
+    from provenance.collectors.stamped import cache_root
 
     return Path(cache_root()) / "torch"
 
@@ -61,7 +62,7 @@ def cache_key(python: str, torch_fingerprint: str) -> str:
     except OSError:
         driver = ""
     # the reader's own bytes: a changed reader never answers from an older one's cache
-    reader = hashlib.sha256(READER.read_bytes()).hexdigest()
+    reader = file_sha256(READER)
     material = json.dumps([python, torch_fingerprint, env, driver, os.cpu_count(), reader])
     return hashlib.sha256(material.encode()).hexdigest()
 

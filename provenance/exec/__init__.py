@@ -11,6 +11,8 @@ The public surface (everything else in this package is internal):
   command would run in, as `prov exec` snapshots it (sweeps reuse a cell only there).
 - `run_probed(argv, env) -> Probed`: run a command under the in-process probe without a
   record; its exit status, stderr and the `runtime` section a record would hold.
+- `recover(store, info)`: finish the record of a run found abandoned (the CLI hands it to
+  the store: `provenance.store.on_abandoned`);
 - `engine_rows(facts)`, `server_rows(facts)`: a record's facts as the (label, text) rows
   `prov show` prints and `prov report RUN` shows: the engine block (what torch,
   transformers and vLLM resolved), model and input files, the server a client talked to.
@@ -30,8 +32,9 @@ from provenance.exec.environment import environment_digest
 from provenance.exec.facts import FACTS_FILE
 from provenance.exec.probe.show import engine_rows
 from provenance.exec.probed import Probed, run_probed
+from provenance.exec.recover import recover
 from provenance.exec.serving.show import server_rows
 from provenance.exec.supervise import RunResult, run_supervised
 
-__all__ = ["FACTS_FILE", "Probed", "RunResult", "engine_rows", "environment_digest",
+__all__ = ["FACTS_FILE", "Probed", "RunResult", "engine_rows", "environment_digest", "recover",
            "run_probed", "run_supervised", "server_rows"]

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from provenance.exec.environment import with_command_env, without_known
 from provenance.model.redact import KnownSecrets, store_key
-from provenance.snapshot_cache import CachedSnapshot, cached_snapshot, still_valid
+from provenance.snapshot import CachedSnapshot, cached_snapshot, still_valid
 from provenance.store import Store
 
 if TYPE_CHECKING:  # annotations only (this module uses postponed annotations)

@@ -21,7 +21,7 @@ from typing import Any
 
 from provenance.model import Manifest
 from provenance.model.redact import KnownSecrets, redact_value
-from provenance.snapshot_cache import CachedSnapshot, cached_snapshot
+from provenance.snapshot import CachedSnapshot, cached_snapshot
 from provenance.store.manifests import adds_nothing, run_manifest
 
 
@@ -41,7 +41,7 @@ def workload_python(argv: Sequence[str]) -> str | None:
 
 def snapshot_and_git(python: str | None, cwd: Path) -> tuple[CachedSnapshot, tuple[dict, Any]]:
     """Snapshot (cache) and git state concurrently; git's subprocesses overlap the stats."""
-    from provenance.gitstate import git_state
+    from provenance.snapshot import git_state
 
     git_result: list = []
 

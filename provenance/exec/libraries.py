@@ -4,24 +4,23 @@ torch's collect_env guesses CUDA/cuDNN versions from PATH and ldconfig; the maps
 running process are the truth: the exact files mapped, whichever directory they came from.
 The workload and all its descendants are sampled on a backing-off schedule (dense at start,
 when libraries load, then every couple of seconds), so a long run costs almost nothing.
-Files are hashed once the workload has ended, through a cache keyed on the file's identity
-(device, inode, size, mtime), so a multi-GB libtorch_cuda is hashed once per install.
+Files are hashed once the workload has ended, through a cache kept by each file's stamp
+(`FileDigestCache`), so a multi-GB libtorch_cuda is hashed once per install.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import re
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from provenance.collectors.answer_cache import cache_root
+from provenance.collectors import stamped
 from provenance.exec.jit import identify
 from provenance.exec.probe.libs import jit_artifact
-from provenance.model.atomic import write_atomic
+from provenance.model.digests import file_sha256_size
 
 _SHARED = re.compile(rb"\.so(\.[0-9.]+)?$")
 # Seconds between samples: dense while libraries load, then sparse.
@@ -99,11 +98,11 @@ class LibrarySampler:
             for path in paths:
                 self.paths.setdefault(path, set()).add(pid)
 
-    def results(self, hasher: FileHasher | None = None, env: Mapping[str, str] | None = None,
+    def results(self, hasher: FileDigestCache | None = None, env: Mapping[str, str] | None = None,
                 versions: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
         """One entry per mapped file: path, name, size, sha256, and for a file a JIT
         compiled (`jit.identify`, with the run's `env` and compiler `versions`) its `jit`."""
-        hasher = hasher or FileHasher()
+        hasher = hasher or FileDigestCache()
         env = os.environ if env is None else env
         out = []
         for path in sorted(self.paths):
@@ -130,62 +129,36 @@ class LibrarySampler:
         return out
 
 
-def _cache_path() -> Path:
-    return Path(cache_root()) / "file-digests.json"
-
-
-class FileHasher:
-    """sha256 of files, cached by (device, inode, size, mtime_ns, ctime_ns) across runs: a
-    rewrite that restores the mtime (`touch -r`, `cp -p`) still moves the ctime."""
+class FileDigestCache:
+    """The sha256 of files on disk, kept by each file's stamp across runs
+    (`provenance.collectors.stamped`: device, inode, size, mtime, ctime; a file changed
+    within the racy window is hashed again next time). `cache`: the table's file."""
 
     def __init__(self, cache: Path | None = None) -> None:
-        self.path = cache or _cache_path()
-        self.dirty = False
-        try:
-            self.entries: dict[str, list] = json.loads(self.path.read_text())
-        except (OSError, ValueError):
-            self.entries = {}
-
-    @staticmethod
-    def _stamp(st: os.stat_result) -> list[int]:
-        return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+        path = cache or Path(stamped.cache_root()) / "file-digests.json"
+        self.table = stamped.StampedTable(str(path))
 
     def cached(self, path: str) -> bool:
         """True when `path`'s digest would come from the cache."""
-        try:
-            stamp = self._stamp(os.stat(path))
-        except OSError:
-            return False
-        held = self.entries.get(path)
-        return bool(held) and len(held) == 6 and held[:5] == stamp
+        return self.table.get(path, stamped.stamp(path)) is not None
 
     def hash(self, path: str) -> tuple[int | None, str]:
+        """(size, `sha256:<hex>`) of the file at `path`; an unreadable one is
+        (size or None, `unavailable: <reason>`)."""
+        started_ns = time.time_ns()
         try:
-            st = os.stat(path)
+            recorded = stamped.stamp_of(os.stat(path))
         except OSError as exc:
             return None, f"unavailable: {exc.strerror}"
-        stamp = self._stamp(st)
-        held = self.entries.get(path)
-        if held and len(held) == 6 and held[:5] == stamp:
-            return st.st_size, held[5]
-        h = hashlib.sha256()
+        kept = self.table.get(path, recorded)
+        if isinstance(kept, str):
+            return recorded[2], kept
         try:
-            with open(path, "rb") as fh:
-                while chunk := fh.read(1 << 20):
-                    h.update(chunk)
+            digest, size = file_sha256_size(path)
         except OSError as exc:
-            return st.st_size, f"unavailable: {exc.strerror}"
-        digest = "sha256:" + h.hexdigest()
-        self.entries[path] = [*stamp, digest]
-        self.dirty = True
-        return st.st_size, digest
+            return recorded[2], f"unavailable: {exc.strerror}"
+        self.table.put(path, recorded, digest, started_ns)
+        return size, digest
 
     def save(self) -> None:
-        if not self.dirty:
-            return
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            write_atomic(self.path, json.dumps(self.entries))
-        except OSError:
-            pass  # the cache only saves time
-        self.dirty = False
+        self.table.save()

@@ -155,10 +155,10 @@ class LiveFacts:
 def prehash_mapped(run_dir: Path) -> None:
     """Digest, into prov's file-digest cache, the files the probed processes have mapped (the
     loaded libraries prov digests when the run ends): while the server serves, not after."""
-    from provenance.exec.libraries import FileHasher
+    from provenance.exec.libraries import FileDigestCache
     from provenance.exec.probe.processes import exit_maps
 
-    hasher = FileHasher()
+    hasher = FileDigestCache()
     for paths in exit_maps(run_dir).values():
         for path in paths:
             if not path.endswith(" (deleted)"):

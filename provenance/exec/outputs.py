@@ -7,13 +7,13 @@ in the store, whose digest names the directory. Run-dir files are copied into th
 
 from __future__ import annotations
 
-import hashlib
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from provenance.exec.facts import FACTS_FILE
 from provenance.model import ProvError, canonical_json
+from provenance.model.digests import file_sha256_size
 from provenance.model.inputs import read_json
 from provenance.model.redact import KnownSecrets, redact_tree, store_key
 from provenance.store.records import TREE_KIND, encode
@@ -22,16 +22,6 @@ if TYPE_CHECKING:  # annotations only (this module uses postponed annotations)
     from provenance.store.record_types import OutputEntry, StoredFile
 
 _CHUNK = 1 << 20
-
-
-def hash_file(path: Path) -> tuple[str, int]:
-    h = hashlib.sha256()
-    size = 0
-    with open(path, "rb") as fh:
-        while chunk := fh.read(1 << 20):
-            h.update(chunk)
-            size += len(chunk)
-    return "sha256:" + h.hexdigest(), size
 
 
 def _walk(root: Path) -> list[Path]:
@@ -53,7 +43,7 @@ def hash_output(path: Path, store) -> OutputEntry:
         if path.is_symlink() and not path.exists():
             return {"type": "broken-link", "target": os.readlink(path)}
         if path.is_file():
-            digest, size = hash_file(path)
+            digest, size = file_sha256_size(path)
             return {"type": "file", "digest": digest, "size": size}
         if path.is_dir():
             entries: dict[str, Any] = {}
@@ -63,7 +53,7 @@ def hash_output(path: Path, store) -> OutputEntry:
                 if f.is_symlink():
                     entries[rel] = {"link": os.readlink(f)}
                     continue
-                digest, size = hash_file(f)
+                digest, size = file_sha256_size(f)
                 entries[rel] = {"digest": digest, "size": size}
                 total += size
             tree = store.put_bytes(encode({"kind": TREE_KIND, "entries": entries}), "tree")

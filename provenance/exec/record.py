@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from provenance.model.redact import KnownSecrets, redact_argv, redact_value, secrets_of_run
-from provenance.snapshot_cache import CachedSnapshot
+from provenance.snapshot import CachedSnapshot
 from provenance.store import RunRecord, RunState, Store
 from provenance.store.records import new_run_id, now_iso, supervisor_identity
 

@@ -60,7 +60,7 @@ from provenance.exec.unrecorded import run_unrecorded, why
 from provenance.exec.watch import watch
 from provenance.model.errors import ProvError
 from provenance.model.redact import KnownSecrets, redact_diff, store_key
-from provenance.snapshot_cache import CachedSnapshot
+from provenance.snapshot import CachedSnapshot
 from provenance.store import RunRecord, Store, open_store
 from provenance.store.objects import StoreFull, space_reason
 from provenance.store.records import now_iso

@@ -11,7 +11,6 @@ identity leaves only, so context (hostnames, clocks) never changes a manifest's 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 from collections.abc import Iterator
@@ -20,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from provenance.model.classes import LeafKind, classify
+from provenance.model.digests import sha256_digest
 from provenance.model.errors import ProvError
 from provenance.model.keys import join_key
 from provenance.model.text import json_text
@@ -38,9 +38,6 @@ class ManifestError(ProvError):
 def canonical_json(obj: Any) -> bytes:
     return json_text(obj, sort_keys=True, separators=(",", ":"), allow_nan=False).encode("utf-8")
 
-
-def sha256_digest(data: bytes) -> str:
-    return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
 def flatten(
@@ -215,20 +212,6 @@ def document_header(schema_version: int, digest: str, section_digests: dict[str,
 def document_json(doc: dict[str, Any]) -> str:
     """A manifest document as JSON text (the form stored and written by `prov snapshot`)."""
     return json_text(doc, sort_keys=True, indent=2) + "\n"
-
-
-def value_json(value: Any) -> str:
-    """One top-level value of a document as `document_json` writes it, before indenting."""
-    return json_text(value, sort_keys=True, indent=2)
-
-
-def document_json_of(fragments: dict[str, str]) -> str:
-    """`document_json` of a document given each top-level value's `value_json` text, byte for
-    byte (JSON text holds no raw newline, so indenting a value prefixes each of its lines):
-    a caller that kept the text of unchanged sections serialises only the others."""
-    items = [f"  {json_text(key)}: " + text.replace("\n", "\n  ")
-             for key, text in sorted(fragments.items())]
-    return "{\n" + ",\n".join(items) + "\n}\n"
 
 
 def _parse_toml(text: str, origin: str) -> dict[str, Any]:

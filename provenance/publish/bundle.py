@@ -23,16 +23,15 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from provenance.model import kl
 from provenance.model.atomic import replace_dir
 from provenance.model.errors import ProvError
 from provenance.model.inputs import check_output, read_input, shown
 from provenance.model.redact import redact_record, secrets_of_run
-from provenance.publish import kl
 from provenance.publish.archive import is_archive, safe_member_name, write_tar_gz
 from provenance.publish.bounds import SIGNED_NAME, UNSIGNED_NAME, check_size, check_statement
-from provenance.publish.inputs import PublishedResult, Subject
-from provenance.publish.models import models_read
 from provenance.publish.statement import build_statement, descriptor
+from provenance.sbom import PublishedResult, Subject, models_read
 
 SBOM_NAME = "sbom.cdx.json"
 
@@ -214,7 +213,7 @@ def publish(
     force: bool = False,
     allow_unrecorded: bool = False,
 ) -> Published:
-    from provenance.sbom.build import prov_version
+    from provenance.sbom import prov_version
 
     if not results:
         raise ProvError("nothing to publish: give at least one RESULT file")
@@ -222,7 +221,7 @@ def publish(
     _check_out(out, force)
     private = None
     if key_path is not None:
-        from provenance.keys import load_private
+        from provenance.publish.keys import load_private
 
         private = load_private(key_path)
     cards = check_results(results, subject.manifest.digest())
@@ -247,8 +246,8 @@ def publish(
         check_statement(len(payload))
         key_id = None
         if private is not None:
-            from provenance.keys import key_id as kid
             from provenance.publish.dsse import sign
+            from provenance.publish.keys import key_id as kid
 
             tree.put(SIGNED_NAME, _json_bytes(sign(payload, private)))
             key_id = kid(private.public_key())

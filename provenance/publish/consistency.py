@@ -138,8 +138,7 @@ def check_sbom(root: Path, manifest, statement: dict) -> str:
     """Strictly valid CycloneDX 1.6, and every component is the one the manifest gives (a
     model component's card: the one the bundle's results give)."""
     from provenance.publish.bundle import SBOM_NAME
-    from provenance.publish.inputs import Subject
-    from provenance.sbom import build_bom, render, validate
+    from provenance.sbom import Subject, build_bom, render, validate
 
     text = read_text(root / SBOM_NAME, "sbom", MAX_DOCUMENT_BYTES)  # bounded in step 1
     validate(text)
@@ -175,8 +174,8 @@ def check_sbom(root: Path, manifest, statement: dict) -> str:
 def _results(root: Path, statement: dict) -> list:
     """The bundle's results (re-hashed at step 4), whose disclosed figures are in the model
     cards."""
-    from provenance.publish.inputs import PublishedResult
-    from provenance.publish.kl import read_json_object
+    from provenance.model.kl import read_json_object
+    from provenance.sbom import PublishedResult
 
     # a result that is not a JSON object (a CSV, an image) is not read past its first bytes
     return [PublishedResult(s["name"], read_json_object(root / s["name"]))

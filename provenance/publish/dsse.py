@@ -14,8 +14,8 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from provenance.keys import key_id
 from provenance.model.errors import ProvError
+from provenance.publish.keys import key_id
 
 INTOTO_PAYLOAD_TYPE = "application/vnd.in-toto+json"
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from provenance.model.errors import ProvError
-from provenance.publish.models import ModelRead, models_read
+from provenance.sbom import ModelRead, models_read
 
 
 def check_models(root: Path, statement: dict, manifest, sbom: dict,

@@ -22,18 +22,17 @@ The steps, numbered as they are reported:
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from provenance.model.digests import file_sha256
 from provenance.model.errors import ProvError
 
 PREDICATE = "https://model_signing/signature/v1.0"
 STATEMENT = "https://in-toto.io/Statement/v1"
-_CHUNK = 1 << 20
 
 
 @dataclass
@@ -62,14 +61,6 @@ class ModelCheck:
                               for k, (a, b) in self.differing.items()}}
 
 
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while chunk := fh.read(_CHUNK):
-            h.update(chunk)
-    return "sha256:" + h.hexdigest()
-
-
 def _listed(root: Path, ignored: tuple[str, ...]) -> list[str]:
     """Every file below `root` (links followed), POSIX-relative, minus the ignored paths."""
     out = []
@@ -94,7 +85,7 @@ def compare(root: Path, check: ModelCheck) -> ModelCheck:
         if not path.is_file():
             check.missing.append(name)
             continue
-        got = sha256_file(path)
+        got = file_sha256(path)
         if got == want:
             check.matched.append(name)
         else:

@@ -15,7 +15,7 @@ def verify_target(target: str, key: Path | None, no_signature: bool = False,
     bundle that fails verification (the report says which step failed). A `key` that is
     not a public key (a private one, a FIFO, junk) is bad input and raises (exit 2)."""
     if key is not None:
-        from provenance.keys import load_public
+        from provenance.publish.keys import load_public
 
         load_public(key)
     if target.startswith("registry:"):

@@ -16,8 +16,7 @@ from collections.abc import Sequence
 from typing import Any, NotRequired, TypedDict
 
 from provenance.model.redact import redact_argv, redact_value
-from provenance.publish.inputs import Subject
-from provenance.publish.models import ModelRead
+from provenance.sbom import ModelRead, Subject
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 PREDICATE_TYPE = "https://slsa.dev/provenance/v1"

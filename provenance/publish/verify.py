@@ -37,7 +37,6 @@ Steps (numbered here and in the output, like sigstore-python's verifier):
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import stat
@@ -46,8 +45,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from provenance.model import kl
+from provenance.model.digests import file_sha256, hex_of
 from provenance.model.errors import ProvError
-from provenance.publish import kl
 from provenance.publish.archive import extract_tar_gz, is_archive, safe_member_name
 from provenance.publish.bounds import (
     MAX_DOCUMENT_BYTES,
@@ -181,14 +181,6 @@ def bundle_files(root: Path) -> list[str]:
     return sorted(out)
 
 
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def _is_descriptor(x: Any) -> bool:
     return (isinstance(x, dict) and isinstance(x.get("name"), str)
             and isinstance(x.get("digest"), dict)
@@ -277,7 +269,7 @@ class _Verifier:
             claimed = ", ".join(k for k, _ in opened.signatures)
             self._unauthenticated(s, f"signed by {claimed}; signature NOT checked")
             return
-        from provenance.keys import load_public
+        from provenance.publish.keys import load_public
 
         try:
             kid = verify(opened, load_public(self.key_path))
@@ -348,7 +340,7 @@ class _Verifier:
         if missing:
             _fail(s, f"{missing[0]}: listed in the statement but missing from the bundle")
         for name, want in sorted(listed.items()):
-            got = sha256_file(self.root / name)
+            got = hex_of(file_sha256(self.root / name))  # in-toto digest sets: bare hex
             if got != want:
                 _fail(s, f"{name}: sha256 is {got}, statement says {want}")
         for d in self.subjects:

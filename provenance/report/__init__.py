@@ -1,8 +1,8 @@
 """`prov report`: one self-contained, offline HTML page for a run, a comparison or a sweep.
 
 Public surface: `build_report(target, ...) -> str` (the HTML) and `write_report(...)`;
-`sparkline_line` / `scores_disagreement` for the terminal. numpy only; tokenizers is used
-lazily to decode text when a model directory is known.
+`sparkline_line` / `scores_disagreement` / `figure_rows` for the terminal. numpy only;
+tokenizers is used lazily to decode text when a model directory is known.
 """
 
 from __future__ import annotations
@@ -18,8 +18,16 @@ from provenance.report.sparkline import (
     sparkline_line,
 )
 
-__all__ = ["build_report", "runs_sparkline", "scores_disagreement", "sparkline", "sparkline_line",
-           "write_report"]
+__all__ = ["build_report", "figure_rows", "runs_sparkline", "scores_disagreement", "sparkline",
+           "sparkline_line", "write_report"]
+
+
+def figure_rows(summary: dict[str, Any]) -> list[tuple[str, str]]:
+    """A divergence summary's figures as (label, text) rows, as the report and
+    `prov run diverge` print them."""
+    from provenance.report.build import figure_rows as rows  # numpy: imported on use
+
+    return rows(summary)
 
 
 def build_report(target: str, *, store: str | None = None, model: Path | None = None,

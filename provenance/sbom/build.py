@@ -14,12 +14,12 @@ from datetime import datetime
 from typing import Any
 
 from provenance.model.redact import redact_argv, redact_value
-from provenance.publish.inputs import PublishedResult, Subject
-from provenance.publish.models import models_read
 from provenance.sbom import components as comp
 from provenance.sbom.metadata import marker_environment, read_installed, resolve_requires
 from provenance.sbom.model_card import model_card
 from provenance.sbom.model_components import model_component
+from provenance.sbom.models_read import models_read
+from provenance.sbom.subjects import PublishedResult, Subject
 
 SERIAL_NAMESPACE = uuid.UUID("6f0b1c1e-6d2a-5f57-9a53-70726f762d73")  # fixed: "prov-s"
 

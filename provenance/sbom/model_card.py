@@ -21,10 +21,10 @@ import math
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from provenance.model import kl
 from provenance.model.disclosure import ITEMS
-from provenance.publish import kl
-from provenance.publish.inputs import PublishedResult
-from provenance.publish.models import ROLE_MODEL, ROLE_TOKENIZER, ModelRead
+from provenance.sbom.models_read import ROLE_MODEL, ROLE_TOKENIZER, ModelRead
+from provenance.sbom.subjects import PublishedResult
 
 _INTERVALS = (("lo", "hi"), ("lower", "upper"))
 _POINT = ("mean", "estimate", "value")

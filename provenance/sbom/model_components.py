@@ -1,6 +1,6 @@
 """The models a run read as CycloneDX 1.6 `machine-learning-model` components.
 
-One component per model directory (`provenance.publish.models`): bom-ref `model:<key>`, the
+One component per model directory (`provenance.sbom.models_read`): bom-ref `model:<key>`, the
 name and (hub) group and commit as the run recorded them, and one nested component of type
 `file` per file the run read, named by its path in the directory, with its SHA-256 (the
 artifact's own bytes: CycloneDX `hashes`) and size; a model that is one file carries the
@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from provenance.model import join_key
-from provenance.publish.models import ModelRead
+from provenance.sbom.models_read import ModelRead
 
 
 def _prop(name: str, value: Any):

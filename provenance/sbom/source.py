@@ -14,8 +14,8 @@ from pathlib import Path
 from provenance.model import Manifest, ManifestError
 from provenance.model.errors import ProvError
 from provenance.model.text import escape_surrogates
-from provenance.publish.inputs import Subject, published_run
-from provenance.store.resolve import ResolvedKind, one_of, resolve, resolve_run
+from provenance.sbom.subjects import Subject, published_run
+from provenance.store import ResolvedKind, one_of, resolve, resolve_run
 
 
 def resolve_subject(

@@ -17,7 +17,6 @@ e.g. `--vary weights` for swapped weights), else it is "declaration refused".
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -32,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from provenance.model.atomic import replace_dir
+from provenance.model.digests import file_sha256, hex_of
 from provenance.selftest.fixtures import swap_safetensors
 from provenance.selftest.identity import NotRun, Row, RunFailed, identity_diff, machine, verdict
 
@@ -253,7 +253,7 @@ class ProgramRunner:
         if proc.returncode != 0 or not out.is_file():
             raise RunFailed(f"exit {proc.returncode}: {(proc.stderr or proc.stdout)[-1500:]}")
         run_id = json.loads(proc.stdout)["run_id"]
-        return ProgramRun(run_id, hashlib.sha256(out.read_bytes()).hexdigest(), seconds)
+        return ProgramRun(run_id, hex_of(file_sha256(out)), seconds)
 
     def side_run(self, row: UserRow, side: Side, label: str, shared: bool) -> ProgramRun:
         """A shared side without changes is run once for the rows that have it (the plain

@@ -141,6 +141,13 @@ class RunInfo:
 RECOVER_ABANDONED: Any = None
 
 
+def on_abandoned(recover: Any) -> None:
+    """Who finishes an abandoned run's record when a reader finds it: `recover(store, info)
+    -> RunInfo` (the CLI passes `provenance.exec.recover`: the store may not import exec)."""
+    global RECOVER_ABANDONED
+    RECOVER_ABANDONED = recover
+
+
 class Store:
     def __init__(self, root: Path) -> None:
         self.root = root

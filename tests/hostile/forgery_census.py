@@ -25,7 +25,7 @@ PROV = str(Path(sys.executable).parent / "prov")
 def _sign(payload: bytes, key_path: Path) -> dict:
     from cryptography.hazmat.primitives import serialization
 
-    from provenance.keys import key_id
+    from provenance.publish.keys import key_id
 
     key = serialization.load_pem_private_key(key_path.read_bytes(), password=None)
     t = b"application/vnd.in-toto+json"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from provenance.exec.libraries import FileHasher
+from provenance.exec.libraries import FileDigestCache
 
 
-def file_hasher(cache: Path | None = None) -> FileHasher:
-    return FileHasher(cache)
+def file_hasher(cache: Path | None = None) -> FileDigestCache:
+    return FileDigestCache(cache)

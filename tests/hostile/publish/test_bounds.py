@@ -21,7 +21,6 @@ from pathlib import Path
 
 import pytest
 
-from provenance.keys import generate, load_private
 from provenance.publish.archive import write_tar_gz
 from provenance.publish.bounds import (
     MAX_DOCUMENT_BYTES,
@@ -32,6 +31,7 @@ from provenance.publish.bounds import (
 )
 from provenance.publish.bundle import SBOM_NAME, SIGNED_NAME, publish
 from provenance.publish.dsse import sign
+from provenance.publish.keys import generate, load_private
 from provenance.publish.verify import verify_bundle
 from tests.provenance.sbom.helpers_sbom import PROV, sample_subject
 

@@ -17,9 +17,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from provenance.keys import generate
 from provenance.publish.archive import write_tar_gz
 from provenance.publish.bundle import publish
+from provenance.publish.keys import generate
 from provenance.publish.verify import verify_bundle
 from tests.provenance.sbom.helpers_sbom import sample_subject
 

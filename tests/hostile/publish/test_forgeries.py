@@ -18,10 +18,10 @@ import tarfile
 
 import pytest
 
-from provenance.keys import generate, load_private
 from provenance.publish.archive import write_tar_gz
 from provenance.publish.bundle import SBOM_NAME, SIGNED_NAME, UNSIGNED_NAME, publish
 from provenance.publish.dsse import sign
+from provenance.publish.keys import generate, load_private
 from provenance.publish.verify import NOT_AUTHENTICATED, verify_bundle
 from tests.provenance.sbom.helpers_sbom import PROV, sample_subject
 

@@ -26,7 +26,7 @@ NO_JSON = {"prov keygen", "prov report", "prov sbom", "prov store reindex"}
 
 
 def _commands() -> list[tuple[str, object]]:
-    cli._register(["python"])
+    cli.load_commands()
     return list(walk(cli.command(escape_markup=False)))
 
 

@@ -103,8 +103,7 @@ def test_help_does_not_import_heavy_modules():
     import subprocess
     import sys
 
-    code = ("import sys; sys.argv=['prov','--help']\nfrom provenance.cli import app\n"
-            "try:\n    app()\nexcept SystemExit:\n    pass\n"
+    code = ("import sys\nfrom provenance.cli import run\nassert run(['--help']) == 0\n"
             "bad = [m for m in ('torch','vllm','docker','cyclonedx','numpy','git','pynvml') "
             "if m in sys.modules]\nprint('HEAVY', bad)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout

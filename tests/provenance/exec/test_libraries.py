@@ -10,7 +10,8 @@ import subprocess
 import time
 from pathlib import Path
 
-from provenance.exec.libraries import FileHasher, LibrarySampler, descendants, parse_maps
+from provenance.collectors import stamped
+from provenance.exec.libraries import FileDigestCache, LibrarySampler, descendants, parse_maps
 from tests.exec_support import PYTHON, penv, prov, prov_cache, runs_json, show_json  # noqa: F401
 
 WORKLOAD = (
@@ -60,7 +61,7 @@ def test_two_numpy_runs_compare_their_common_libraries(penv):
     assert doc["loaded_libraries_compared"] >= 3
 
 
-def test_sampler_sees_descendants_and_the_hasher_caches(tmp_path):
+def test_sampler_sees_descendants_and_the_hasher_caches(tmp_path, monkeypatch):
     proc = subprocess.Popen(  # the grandchild lives until its stdin closes, below
         ["sh", "-c", f"{PYTHON} -c 'import sys, numpy; print(1, flush=True); sys.stdin.read()'"],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -77,17 +78,22 @@ def test_sampler_sees_descendants_and_the_hasher_caches(tmp_path):
         proc.kill()
         proc.wait()
     cache = tmp_path / "digests.json"
-    h = FileHasher(cache)
+    h = FileDigestCache(cache)
     target = next(p for p in s.paths if "_multiarray_umath" in p)
     size, digest = h.hash(target)
     h.save()
     assert digest == sha256sum(target) and size == os.path.getsize(target)
-    assert json.loads(cache.read_text())[target][5] == digest  # dev ino size mtime ctime
-    # a changed file (new mtime/size) is re-hashed, never served from the cache
+    kept = json.loads(cache.read_text())["rows"][target]
+    assert kept == [stamped.stamp(target), digest]  # dev ino size mtime ctime, digest
+    # a file written a moment ago is inside the racy window: hashed, never kept
     f = tmp_path / "libfake.so"
     f.write_bytes(b"one")
-    h2 = FileHasher(cache)
+    assert h.hash(str(f))[1] == sha256sum(str(f)) and not h.cached(str(f))
+    # counted as settled (a window of 0): a changed file is re-hashed, never served stale
+    monkeypatch.setattr(stamped, "RACY_NS", 0)
+    h2 = FileDigestCache(cache)
     d1 = h2.hash(str(f))[1]
+    assert h2.cached(str(f))
     f.write_bytes(b"three")
     assert h2.hash(str(f))[1] == sha256sum(str(f)) != d1
     # same size, mtime put back: the ctime moved, so it is re-hashed too

@@ -114,15 +114,3 @@ def test_corrupted_files_are_clear_errors(tmp_path):
 def test_unsupported_leaf_is_rejected():
     with pytest.raises(ManifestError):
         Manifest({"a": {"b": None}}).digest()
-
-
-def test_document_json_of_kept_fragments_is_document_json_byte_for_byte():
-    from provenance.model.manifest import document_json, document_json_of, value_json
-
-    doc = {
-        "schema_version": 1, "kind": "prov.manifest", "empty": {}, "list": [1, "a\nb", []],
-        "text": 'quote " and \\ and \u00e9 and \u2028 and tab\t',
-        "nested": {"b": {"c": [True, None, 1.5]}, "a": "x"}, "ünïcode-key": {"k": "v"},
-    }
-    fragments = {key: value_json(value) for key, value in doc.items()}
-    assert document_json_of(fragments) == document_json(doc)

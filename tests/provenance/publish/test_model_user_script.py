@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from provenance.keys import generate
 from provenance.publish.bundle import SBOM_NAME, SIGNED_NAME
+from provenance.publish.keys import generate
 from provenance.publish.verify import verify_bundle
 from tests.hostile.publish.test_forgeries import resign, statement_of
 from tests.hostile.publish.test_spec_conventions import check_with_in_toto

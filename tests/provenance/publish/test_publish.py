@@ -9,11 +9,11 @@ import shutil
 
 import pytest
 
-from provenance.keys import generate
 from provenance.model.errors import ProvError
+from provenance.model.kl import ITEMS
 from provenance.publish.bundle import SBOM_NAME, SIGNED_NAME, UNSIGNED_NAME, publish
 from provenance.publish.dsse import pae
-from provenance.publish.kl import ITEMS
+from provenance.publish.keys import generate
 from provenance.publish.verify import verify_bundle
 from tests.golden import check_golden
 from tests.provenance.sbom.helpers_sbom import prov, sample_manifest, sample_subject

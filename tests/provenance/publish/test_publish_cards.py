@@ -109,7 +109,7 @@ def test_a_legacy_result_card_is_refused_naming_each_item(tmp_path):
 def test_verify_step_7_refuses_a_result_card_made_legacy_and_resigned(tmp_path):
     import hashlib
 
-    from provenance.keys import generate
+    from provenance.publish.keys import generate
     from tests.hostile.publish.test_forgeries import failed_at, resign, statement_of
 
     key, pub, _ = generate(tmp_path / "signer")

@@ -12,12 +12,12 @@ from urllib.parse import unquote
 
 import pytest
 
-from provenance.keys import generate
 from provenance.model import Manifest
 from provenance.model.errors import ProvError
 from provenance.publish.bundle import SBOM_NAME, UNSIGNED_NAME, publish
-from provenance.publish.inputs import Subject
+from provenance.publish.keys import generate
 from provenance.publish.verify import verify_bundle
+from provenance.sbom.subjects import Subject
 from tests.golden import check_golden
 from tests.hostile.publish.test_forgeries import resign, statement_of
 from tests.provenance.sbom.helpers_sbom import (

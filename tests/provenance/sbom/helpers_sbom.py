@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from provenance.model import Manifest
-from provenance.publish.inputs import PublishedRun, Subject
+from provenance.sbom.subjects import PublishedRun, Subject
 
 PROV = [sys.executable, "-c", "from provenance.cli import main; main()"]
 
@@ -124,7 +124,7 @@ def sample_model_subject() -> Subject:
 
 def sample_run(manifest: Manifest, facts: dict | None = None) -> PublishedRun:
     """A run shaped as the store records it (the record is what a bundle ships)."""
-    from provenance.publish.inputs import published_run
+    from provenance.sbom.subjects import published_run
     from provenance.store.run_record import RunRecord
 
     return published_run(RunRecord.from_doc({

@@ -12,9 +12,9 @@ import pytest
 
 from provenance.model import Manifest
 from provenance.model.errors import ProvError
-from provenance.publish.inputs import PublishedResult, Subject
-from provenance.publish.models import models_read
 from provenance.sbom import build_bom, render
+from provenance.sbom.models_read import models_read
+from provenance.sbom.subjects import PublishedResult, Subject
 from tests.golden import check_golden
 from tests.provenance.sbom.helpers_sbom import (
     COMMIT,

@@ -7,7 +7,18 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from provenance.collectors import answer_cache, cpu, engines, env, gpu, host, os_info, torch_probe
+from provenance.collectors import (
+    cpu,
+    engines,
+    env,
+    foreign,
+    gpu,
+    host,
+    os_info,
+    python_env,
+    stamped,
+    torch_probe,
+)
 from provenance.collectors.base import Collected, CollectorWarnings, run_all, run_one, unavailable
 from provenance.model import Manifest
 
@@ -28,28 +39,23 @@ TIMEOUTS = {
 class SnapshotOptions:
     python: str | None = None  # another interpreter to inspect; None: the running one
     verify_files: bool = False
-    started: Any = None  # the --python collector child, when the CLI started it early
     progress: Any = None  # progress(done, total) as --verify-files re-hashes files
 
 
 def _python_in_process(verify: bool, progress: Any = None):
-    """The running interpreter's python section, from the kept answer (`answer_cache`, as
-    for a --python child) unless something it was read from changed or `verify`."""
+    """The running interpreter's python section, from the kept answer (`stamped`, as for a
+    --python child) unless something it was read from changed or `verify`."""
 
     def collect(warnings: CollectorWarnings) -> dict[str, Any]:
         paths = list(sys.path)
-        key = answer_cache.key_material(sys.executable) + [paths]
-        kept = None if verify else answer_cache.entry_path("python-here", key)
-        result = answer_cache.load(kept) if kept else None
+        kept = None if verify else python_env.answer_key(sys.executable, paths)
+        result = stamped.load(kept) if kept else None
         answer = "cached"
-        if result is None:
-            from provenance.collectors import python_env  # a kept answer needs none of it
-
+        if not isinstance(result, dict):
             answer, started_ns = "collected", time.time_ns()
             result = python_env.collect(paths, verify=verify, progress=progress)
             if kept:
-                deps = answer_cache.stamps(paths, list(python_env.metadata_dirs(paths)))
-                answer_cache.save(kept, result, deps, started_ns)
+                stamped.save(kept, result, python_env.answer_deps(paths), started_ns)
         warnings.extend(result["warnings"])
         result["section"]["_stats"] = {**result["stats"], "answer": answer}
         return result["section"]
@@ -57,16 +63,12 @@ def _python_in_process(verify: bool, progress: Any = None):
     return collect
 
 
-def _python_foreign(python: str, verify: bool, timeout: float, started: Any = None,
-                    progress: Any = None):
-    """Run the stdlib-only collector inside `python`; its own sys.path is what gets scanned.
-    `started`: the child the CLI already started (`provenance.collectors.foreign.start`)."""
+def _python_foreign(python: str, verify: bool, timeout: float, progress: Any = None):
+    """Run the stdlib-only collector inside `python`; its own sys.path is what gets scanned."""
 
     def collect(warnings: CollectorWarnings) -> dict[str, Any] | str:
-        from provenance.collectors import foreign
-
         try:
-            proc = started or foreign.start(python, verify, progress=progress is not None)
+            proc = foreign.start(python, verify, progress=progress is not None)
         except FileNotFoundError:
             return unavailable(f"no interpreter at {python}")
         return foreign.finish(proc, python, timeout, warnings, on_progress=progress)
@@ -79,8 +81,7 @@ def take_snapshot(options: SnapshotOptions | None = None) -> tuple[Manifest, lis
     options = options or SnapshotOptions()
     py_timeout = TIMEOUTS["python_verify" if options.verify_files else "python"]
     python_collector = (
-        _python_foreign(options.python, options.verify_files, py_timeout, options.started,
-                        options.progress)
+        _python_foreign(options.python, options.verify_files, py_timeout, options.progress)
         if options.python
         else _python_in_process(options.verify_files, options.progress)
     )
