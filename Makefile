@@ -48,8 +48,13 @@ apt:
 lint: venv
 	$(BIN)/ruff check .
 
+# The suite runs in TEST_WORKERS processes (pytest-xdist), each test file whole in one of
+# them (--dist loadfile: a file's module fixtures, such as one vLLM engine, are built once).
+# Most of a test's wall time is spent starting Python programs and engines, in which one
+# process keeps one core busy; TEST_WORKERS=0 runs it all in pytest's own process.
+TEST_WORKERS ?= 2
 test: venv apt lint verify-lock
-	$(BIN)/python -m pytest -q -ra $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -ra -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 # The fast lane (under 2 minutes on a 2-core machine): the unit tests of the model, gate,
 # store, lockfiles, analysis and parsers, and the docs and import-rule checks; no engine,

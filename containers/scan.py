@@ -189,61 +189,10 @@ def scan_opened(
 ) -> ImageScan:
     r = opened.resolved
     diff_ids = check_config(r.config, len(r.layers), f"{opened.source}: config")
-    chains = chain_ids(diff_ids)
-    hist = _history(r.config, len(r.layers))
-    infos = []
-    for i, (desc, diff_id, chain) in enumerate(zip(r.layers, diff_ids, chains, strict=True)):
-        h = hist[i]
-        infos.append(
-            LayerInfo(
-                index=i,
-                digest=desc.digest,
-                size=desc.size,
-                media_type=desc.media_type,
-                diff_id=diff_id,
-                chain_id=chain,
-                created_by=str(h.get("created_by", "")),
-                created=str(h.get("created", "")),
-            )
-        )
+    infos = _layer_infos(r, diff_ids)
     for i, desc in enumerate(r.layers):  # before any byte is read
         check_layer_type(desc.media_type, f"{opened.source}: layer {i}")
-    history = DbHistory()
-    py_history = PythonHistory()
-    hasher = MemberDigester() if verify else None
-    databases: set[str] = set()  # the OS package databases the layers so far hold
-    notes: list[str] = []
-
-    def on_layer(index: int, read: LayerRead, staged: dict[str, bytes]) -> None:
-        if read.diff_id != diff_ids[index]:
-            raise ImageError(
-                f"{opened.source}: layer {index}: DiffID mismatch: config says "
-                f"{diff_ids[index]}, content is {read.diff_id}"
-            )
-        infos[index].compression = read.compression
-        note = compression_note(r.layers[index].media_type, read.compression,
-                                f"{opened.source}: layer {index}")
-        if note:
-            notes.append(note)
-        history.on_layer(index, staged)
-        py_history.on_layer(index, staged)
-        if hasher is not None:
-            databases.update(databases_in(staged))
-            hasher.narrow(databases)
-        if progress is not None:
-            progress("end", index, read.compressed, r.layers[index].size)
-
-    def layer_list():
-        listed = Counter(d.digest for d in r.layers)  # a blob listed twice is read once
-        last = {d.digest: i for i, d in enumerate(r.layers)}
-        for i, desc in enumerate(r.layers):
-            what = f"{opened.source}: layer {i} ({desc.digest[:19]})"
-            if progress is not None:
-                progress("start", i, 0, desc.size)
-            key = desc.digest if listed[desc.digest] > 1 else None
-            yield Layer(i, what, lambda d=desc, w=what: opened.blobs.open(d.digest, d.size, w),
-                        key, last[desc.digest] == i)
-
+    read = _LayerChecks(opened, diff_ids, infos, progress, MemberDigester() if verify else None)
     on_bytes = None
     if progress is not None:
 
@@ -251,19 +200,20 @@ def scan_opened(
             progress("advance", index, done, r.layers[index].size)
 
     view = walk(
-        layer_list(),
+        _layer_list(opened, progress),
         wants_verifying if verify else wants,
-        on_layer=on_layer,
+        on_layer=read.on_layer,
         on_bytes=on_bytes,
-        hash_files=hasher or False,
+        hash_files=read.hasher or False,
     )
-    warnings = list(opened.notes) + notes + view.warnings
-    os_sec, parsed = os_section(view, history)
+    warnings = list(opened.notes) + read.notes + view.warnings
+    os_sec, parsed = os_section(view, read.history)
     machine = r.platform.split("/")
     os_sec["system"] = machine[0] if machine else ""
     if len(machine) > 1:
         os_sec["machine"] = _MACHINE.get(machine[1], machine[1])
-    dists = python_dists(view, set((os_sec.get("dpkg") or {}).keys()), warnings, py_history)
+    dists = python_dists(view, set((os_sec.get("dpkg") or {}).keys()), warnings,
+                         read.py_history)
     py = python_section(dists)
     libs = set(view.names)  # shared objects (catalog.wants); owners decide which are CUDA's
     owners = library_owners(view, dists, parsed, libs)
@@ -272,6 +222,67 @@ def scan_opened(
     if verify:
         files, coverage = verify_files(view, dists, parsed, all_files)
     return ImageScan(opened, infos, os_sec, py, dists, cu, warnings, files, coverage)
+
+
+def _layer_infos(r, diff_ids: list[str]) -> list[LayerInfo]:
+    """One LayerInfo per layer, from the manifest, the config's DiffIDs and its history."""
+    hist = _history(r.config, len(r.layers))
+    return [LayerInfo(index=i, digest=desc.digest, size=desc.size, media_type=desc.media_type,
+                      diff_id=diff_id, chain_id=chain,
+                      created_by=str(hist[i].get("created_by", "")),
+                      created=str(hist[i].get("created", "")))
+            for i, (desc, diff_id, chain) in enumerate(
+                zip(r.layers, diff_ids, chain_ids(diff_ids), strict=True))]
+
+
+def _layer_list(opened: Opened, progress: Progress | None):
+    """The layers to walk, in order; a blob listed twice is read once (keyed by digest)."""
+    layers = opened.resolved.layers
+    listed = Counter(d.digest for d in layers)
+    last = {d.digest: i for i, d in enumerate(layers)}
+    for i, desc in enumerate(layers):
+        what = f"{opened.source}: layer {i} ({desc.digest[:19]})"
+        if progress is not None:
+            progress("start", i, 0, desc.size)
+        key = desc.digest if listed[desc.digest] > 1 else None
+        yield Layer(i, what, lambda d=desc, w=what: opened.blobs.open(d.digest, d.size, w),
+                    key, last[desc.digest] == i)
+
+
+@dataclass
+class _LayerChecks:
+    """What the walk reports after each layer: its DiffID checked against the config, its
+    compression noted, the package-database histories advanced."""
+
+    opened: Opened
+    diff_ids: list[str]
+    infos: list[LayerInfo]
+    progress: Progress | None
+    hasher: MemberDigester | None
+    history: DbHistory = field(default_factory=DbHistory)
+    py_history: PythonHistory = field(default_factory=PythonHistory)
+    databases: set[str] = field(default_factory=set)  # the OS databases the layers so far hold
+    notes: list[str] = field(default_factory=list)
+
+    def on_layer(self, index: int, read: LayerRead, staged: dict[str, bytes]) -> None:
+        source, layers = self.opened.source, self.opened.resolved.layers
+        if read.diff_id != self.diff_ids[index]:
+            raise ImageError(
+                f"{source}: layer {index}: DiffID mismatch: config says "
+                f"{self.diff_ids[index]}, content is {read.diff_id}"
+            )
+        self.infos[index].compression = read.compression
+        note = compression_note(layers[index].media_type, read.compression,
+                                f"{source}: layer {index}")
+        if note:
+            self.notes.append(note)
+        self.history.on_layer(index, staged)
+        self.py_history.on_layer(index, staged)
+        if self.hasher is not None:
+            self.databases.update(databases_in(staged))
+            self.hasher.narrow(self.databases)
+        if self.progress is not None:
+            self.progress("end", index, read.compressed, layers[index].size)
 
 
 def scan_image(

@@ -350,88 +350,105 @@ def _read_layer(
     hasher: MemberDigester | None,
 ) -> Staged:
     """One layer's staged entries; the digest checks run when its stream is drained."""
-    staged_files: dict[str, bytes] = {}
-    staged_names: set[str] = set()
-    staged_links: dict[str, str] = {}
-    regular: set[str] = set()
-    whiteouts: set[str] = set()
-    opaque: set[str] = set()
-    hashed: dict[str, FileDigest] = {}
-    nested: list[str] = []  # paths with a parent: what a later listing checks again
-    idx = layer.index
-    staged_bytes = 0
+    reader = _LayerReader(layer, wants, view, hasher)
     for entry, read_body in entries(chunk, layer.what):
-        path = entry.path
+        reader.add(entry, read_body)
+    return reader.staged
+
+
+@dataclass
+class _LayerReader:
+    """The staging of one layer's entries, in stream order (a later entry wins)."""
+
+    layer: Layer
+    wants: Wants
+    view: FileView
+    hasher: MemberDigester | None
+    staged: Staged = field(default_factory=lambda: Staged({}, set(), {}, set(), set(), set(),
+                                                          {}, []))
+    staged_bytes: int = 0
+
+    def add(self, entry, read_body: Callable[[], bytes]) -> None:
+        path, what, st = entry.path, self.layer.what, self.staged
         if not path:
-            continue
+            return
         parent, _, base = path.rpartition("/")
         if base.startswith(WHITEOUT):
-            if base == OPAQUE:
-                if not parent:
-                    view.warn(f"{layer.what}: opaque whiteout at / hides every lower layer")
-                opaque.add(parent)
-            else:
-                name = base[len(WHITEOUT) :]
-                if not name or name in (".", ".."):
-                    raise ImageError(f"{layer.what}: malformed whiteout {path!r}")
-                whiteouts.add(f"{parent}/{name}" if parent else name)
-            continue
+            self._whiteout(path, parent, base)
+            return
         if entry.type in (CHARDEV, BLOCKDEV):
-            raise ImageError(f"{layer.what}: device file refused: /{path}")
-        _check_name(view, layer.what, entry, staged_links)
+            raise ImageError(f"{what}: device file refused: /{path}")
+        _check_name(self.view, what, entry, st.links)
         if "/" in path:
-            nested.append(path)
-        # anything written here replaces what lower layers (or this one) had at `path`
-        staged_links.pop(path, None)
-        staged_bytes -= len(staged_files.pop(path, b""))
-        staged_names.discard(path)
-        hashed.pop(path, None)
+            st.nested.append(path)
+        self._forget(path)
         if entry.type == SYMLINK:
-            staged_links[path] = entry.linkname
-            continue
-        if entry.type in (DIRECTORY, FIFO):
-            continue
-        want = wants(path)
-        if entry.type == HARDLINK:
-            target = entry.linkname.lstrip("/")
-            if target.startswith("./"):
-                target = target[2:]
-            if target not in regular:
-                raise ImageError(
-                    f"{layer.what}: hardlink /{path} points to a missing target "
-                    f"{entry.linkname!r}"
-                )
-            regular.add(path)
-            if target in hashed:
-                hashed[path] = hashed[target]
-            if want is NAME:
-                staged_names.add(path)
-            elif want is not None:
-                if target in staged_files:
-                    staged_files[path] = staged_files[target]
-                else:
-                    view.warn(f"{layer.what}: /{path} is a hardlink to an unread file; skipped")
-            continue
-        if path in regular:
-            view.warn(f"{layer.what}: /{path} appears twice in the layer; the later entry wins")
-        regular.add(path)
+            st.links[path] = entry.linkname
+        elif entry.type == HARDLINK:
+            self._hardlink(entry, path, self.wants(path))
+        elif entry.type not in (DIRECTORY, FIFO):
+            self._file(entry, path, self.wants(path), read_body)
+
+    def _whiteout(self, path: str, parent: str, base: str) -> None:
+        what = self.layer.what
+        if base == OPAQUE:
+            if not parent:
+                self.view.warn(f"{what}: opaque whiteout at / hides every lower layer")
+            self.staged.opaque.add(parent)
+            return
+        name = base[len(WHITEOUT) :]
+        if not name or name in (".", ".."):
+            raise ImageError(f"{what}: malformed whiteout {path!r}")
+        self.staged.whiteouts.add(f"{parent}/{name}" if parent else name)
+
+    def _forget(self, path: str) -> None:
+        """Anything written here replaces what lower layers (or this one) had at `path`."""
+        st = self.staged
+        st.links.pop(path, None)
+        self.staged_bytes -= len(st.files.pop(path, b""))
+        st.names.discard(path)
+        st.hashed.pop(path, None)
+
+    def _hardlink(self, entry, path: str, want) -> None:
+        st, what = self.staged, self.layer.what
+        target = entry.linkname.lstrip("/")
+        if target.startswith("./"):
+            target = target[2:]
+        if target not in st.regular:
+            raise ImageError(
+                f"{what}: hardlink /{path} points to a missing target {entry.linkname!r}"
+            )
+        st.regular.add(path)
+        if target in st.hashed:
+            st.hashed[path] = st.hashed[target]
+        if want is NAME:
+            st.names.add(path)
+        elif want is not None:
+            if target in st.files:
+                st.files[path] = st.files[target]
+            else:
+                self.view.warn(f"{what}: /{path} is a hardlink to an unread file; skipped")
+
+    def _file(self, entry, path: str, want, read_body: Callable[[], bytes]) -> None:
+        st, what, idx = self.staged, self.layer.what, self.layer.index
+        if path in st.regular:
+            self.view.warn(f"{what}: /{path} appears twice in the layer; the later entry wins")
+        st.regular.add(path)
         limit = member_limit(path) if want is not None and want is not NAME else 0
         if want is None or want is NAME or entry.size > limit:
             if want is NAME:
-                staged_names.add(path)
+                st.names.add(path)
             elif want is not None:
-                view.warn(f"{layer.what}: /{path} is {entry.size} bytes, over the {limit}-byte "
-                          "limit for its kind; skipped")
-            if hasher is not None:
-                hashed[path] = hasher.digest_body(idx, path, entry.size, read_body)
-            continue
+                self.view.warn(f"{what}: /{path} is {entry.size} bytes, over the {limit}-byte "
+                               "limit for its kind; skipped")
+            if self.hasher is not None:
+                st.hashed[path] = self.hasher.digest_body(idx, path, entry.size, read_body)
+            return
         data = read_body()
-        if hasher is not None:
-            hashed[path] = hasher.digest_bytes(idx, path, data)
-        staged_files[path] = want(data) if callable(want) else data
-        staged_bytes += len(staged_files[path])
-        if view.retained + staged_bytes > MAX_RETAINED:
-            raise ImageError(f"{layer.what}: package metadata over {MAX_RETAINED >> 20} MiB "
+        if self.hasher is not None:
+            st.hashed[path] = self.hasher.digest_bytes(idx, path, data)
+        st.files[path] = want(data) if callable(want) else data
+        self.staged_bytes += len(st.files[path])
+        if self.view.retained + self.staged_bytes > MAX_RETAINED:
+            raise ImageError(f"{what}: package metadata over {MAX_RETAINED >> 20} MiB "
                              "in memory; refused")
-    return Staged(staged_files, staged_names, staged_links, regular, whiteouts, opaque, hashed,
-                  nested)

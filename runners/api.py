@@ -10,7 +10,7 @@ from runners.demo.build import ensure as ensure_demo_model
 from runners.diverge import DivergeOutcome, analyse, run_diverge
 from runners.engines import EngineConfig, EngineError
 from runners.invariance import InvarianceOutcome, InvarianceSpec, run_invariance
-from runners.launch import Launched, LaunchError, standalone, supervised
+from runners.launch import Launched, LaunchError, standalone, supervised, ungated
 from runners.prepare import Prepared, prepare
 from runners.repeat import RepeatOutcome, run_repeat
 from runners.replay import ReplayConfig, ReplayOutcome, run_replay
@@ -24,7 +24,7 @@ __all__ = [
     "DISCLOSURE_ITEMS", "DisclosureCard", "DisclosureError", "DivergeOutcome", "EngineConfig",
     "EngineError", "LaunchError", "Launched", "Prepared", "RepeatOutcome", "ResultError",
     "analyse", "prepare", "read_result", "run_diverge", "run_repeat", "standalone",
-    "supervised", "write_result", "NotApplicable",
+    "supervised", "ungated", "write_result", "NotApplicable",
     # invariance under batching (docs: issue 28)
     "InvarianceOutcome", "InvarianceSpec", "run_invariance",
     # demo models: `prov demo`, `prov selftest`, `prov run replay` without --model

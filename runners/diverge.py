@@ -12,7 +12,6 @@ own configuration (one more reference run; `noise_floor=False` skips it and says
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,7 +40,7 @@ from runners.hidden_analysis import (
     floor_text,
     is_hidden,
 )
-from runners.launch import Launcher, standalone
+from runners.launch import Check, Launcher, standalone
 from runners.prepare import Prepared
 from runners.results import write_result
 
@@ -172,14 +171,12 @@ def add_segments(summary: dict[str, Any], arrays: dict[str, np.ndarray],
                            summary["clusters"])}
 
 
-Check = Callable[[WorkerRun, WorkerRun], dict]
-
-
 def run_diverge(ref_cfg: EngineConfig, cand_cfg: EngineConfig, prep: Prepared, workdir: Path,
-                result: Path, block: int = 256, launcher: Launcher = standalone,
-                gap: int = 8, check: Check | None = None, policy: Policy | None = None,
-                noise_floor: bool = True, repeat_check: Check | None = None) -> DivergeOutcome:
-    """Run both, let `check` (the gate) refuse before any figure is computed, then analyse.
+                result: Path, *, check: Check, repeat_check: Check, block: int = 256,
+                launcher: Launcher = standalone, gap: int = 8, policy: Policy | None = None,
+                noise_floor: bool = True) -> DivergeOutcome:
+    """Run both, let `check` (the gate; `ungated` for standalone runs) refuse before any
+    figure is computed, then analyse.
 
     noise_floor: execute the reference configuration a second time (after the gate passed
     the pair: a refused pair costs no repeat) and measure it against the first on the same
@@ -188,7 +185,7 @@ def run_diverge(ref_cfg: EngineConfig, cand_cfg: EngineConfig, prep: Prepared, w
     ref = execute(ref_cfg, prep, workdir, "ref", block, launcher)
     cand = execute(cand_cfg, prep, workdir, "cand", block, launcher)
     t0 = time.perf_counter()
-    comparison = check(ref, cand) if check else {"gate": "not run (standalone)"}
+    comparison = check(ref, cand)
     gate_s = time.perf_counter() - t0
     repeat, comparison_repeat = None, None
     if noise_floor:
@@ -213,10 +210,8 @@ def run_diverge(ref_cfg: EngineConfig, cand_cfg: EngineConfig, prep: Prepared, w
     return DivergeOutcome(summary, arrays, ref, cand, path)
 
 
-def _repeat_gate(check: Check | None, ref: WorkerRun, repeat: WorkerRun) -> dict[str, Any]:
+def _repeat_gate(check: Check, ref: WorkerRun, repeat: WorkerRun) -> dict[str, Any]:
     """The gate between the reference and its repeat: one configuration, nothing declared."""
-    if check is None:
-        return {"gate": "not run (standalone)"}
     try:
         return check(ref, repeat)
     except ProvError as exc:

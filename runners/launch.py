@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -121,6 +122,18 @@ def worker_argv(config: EngineConfig, model: Path, tokens: Path, out: Path,
     return [worker_python(config), "-m", "runners.worker", *config.worker_args(),
             "--model", str(model), "--tokens", str(tokens), "--out", str(out),
             "--block", str(block)]
+
+
+# The gate between two runs of a runner: the comparison's record, or ProvError (refused).
+Check = Callable[[Any, Any], dict]
+UNGATED = "not run (standalone)"
+
+
+def ungated(first: Any, second: Any) -> dict[str, Any]:
+    """The check of `--standalone` runs, which have no run records for a gate to read: the
+    result says so. Every runner takes its check by name, so a comparison without the
+    gate is always asked for, never a default."""
+    return {"gate": UNGATED}
 
 
 def standalone(argv: list[str], *, name: str, env: dict[str, str],

@@ -7,7 +7,6 @@ first run, with the largest absolute difference of the scores in that block.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,7 @@ from runners.cards import NOT_CALIBRATED, checkpoint, environment, full_vocabula
 from runners.engines import EngineConfig
 from runners.execute import WorkerRun, execute
 from runners.hidden import to_float32
-from runners.launch import Launcher, standalone
+from runners.launch import Check, Launcher, standalone
 from runners.prepare import Prepared
 from runners.results import write_result
 
@@ -101,15 +100,15 @@ def repeat_card(config: EngineConfig, prep: Prepared, runs: list[WorkerRun],
 
 
 def run_repeat(config: EngineConfig, prep: Prepared, n: int, workdir: Path, result: Path,
-               block: int = 256, launcher: Launcher = standalone,
-               check: Callable[[WorkerRun, WorkerRun], dict] | None = None) -> RepeatOutcome:
-    """`check` (the gate, nothing varied) confirms each repeat ran in run 0's environment."""
+               *, check: Check, block: int = 256,
+               launcher: Launcher = standalone) -> RepeatOutcome:
+    """`check` (the gate, nothing varied; `ungated` for standalone runs) confirms each
+    repeat ran in run 0's environment."""
     if n < 2:
         raise ValueError("a repeatability check needs n >= 2")
     runs = [execute(config, prep, workdir, f"run{i}", block, launcher) for i in range(n)]
     t0 = time.perf_counter()
-    comparisons = [check(runs[0], r) for r in runs[1:]] if check else \
-        [{"gate": "not run (standalone)"}]
+    comparisons = [check(runs[0], r) for r in runs[1:]]
     t1 = time.perf_counter()
     verdict = compare_repeats(runs, block)
     timings = {"gate_seconds": round(t1 - t0, 3),

@@ -12,7 +12,6 @@ loop (its own earlier generations in context). Here the generations are judged
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,6 +35,7 @@ from runners.cards import NOT_CALIBRATED, environment, full_vocabulary, top_k
 from runners.engines import EngineConfig, EngineError
 from runners.fingerprint import model_digest, tokenizer_digest
 from runners.launch import (
+    Check,
     Launcher,
     check_launched,
     runtime_of,
@@ -266,9 +266,10 @@ def replay_card(runs: list[ReplayRun], r: Rendered, ws: Workstream, mdig: str, t
 
 
 def run_replay(ws: Workstream, model: Path, configs: list[ReplayConfig], workdir: Path,
-               result: Path, launcher: Launcher = standalone,
-               check: Callable[[ReplayRun, ReplayRun], dict] | None = None,
+               result: Path, *, check: Check, launcher: Launcher = standalone,
                chat_template: Path | None = None, policy: Policy | None = None) -> ReplayOutcome:
+    """Replay the workstream under each configuration; `check` (the gate; `ungated` for
+    standalone runs) compares every configuration's run with the first before any figure."""
     from tokenizers import Tokenizer
 
     model = Path(model).resolve()
@@ -283,8 +284,7 @@ def run_replay(ws: Workstream, model: Path, configs: list[ReplayConfig], workdir
              "workstream_ids_digest": r.ids_digest}  # a "token" name would be redacted
     runs = [_launch(c, model, job, workdir / f"c{i}", f"c{i}", launcher, extra)
             for i, c in enumerate(configs)]
-    comparisons = [check(runs[0], run) if check else {"gate": "not run (standalone)"}
-                   for run in runs[1:]]
+    comparisons = [check(runs[0], run) for run in runs[1:]]
     summary, arrays = analyse_runs(runs, r, ws, tok)
     mdig, tdig = model_digest(model), tokenizer_digest(model)
     meta = {

@@ -94,6 +94,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     path = session.config.getoption("--times-json")
     if not path:
         return
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker:  # under pytest-xdist each worker keeps its own file beside the controller's
+        path = f"{path}.{worker}"
     doc = {"wall_seconds": round(time.time() - _t0, 1), "cpu_seconds": round(_cpu() - _cpu0, 1),
            "exitstatus": int(exitstatus),
            "load_average": list(os.getloadavg()), "cpus": os.cpu_count(),

@@ -16,81 +16,76 @@ def _database_counts(os_facts: dict[str, Any]) -> list[str]:
     return [f"{len(os_facts[k])} {k}" for k in ("dpkg", "apk") if isinstance(os_facts.get(k), dict)]
 
 
-def summary_lines(facts: dict[str, Any], digest: str) -> list[tuple[str, str]]:
-    """(label, text) rows for the human summary."""
-    rows: list[tuple[str, str]] = []
-    py = facts.get("python")
-    if isinstance(py, dict):
-        rows.append(
-            (
-                "python",
-                f"{py.get('implementation')} {py.get('version')}  "
-                f"{len(py.get('packages', {}))} packages  ({py.get('executable')})",
-            )
-        )
-    else:
-        rows.append(("python", str(py)))
-    os_ = facts.get("os")
-    if isinstance(os_, dict):
-        rel = os_.get("release")
-        name = rel.get("pretty_name", "?") if isinstance(rel, dict) else str(rel)
-        kinds = _database_counts(os_)
-        libc = os_.get("libc", {})
-        rows.append(
-            (
-                "os",
-                f"{name}  {libc.get('name', '')} {libc.get('version', '')}  "
-                + ("  ".join(kinds) or "no package database"),
-            )
-        )
-    cpu = facts.get("cpu")
-    if isinstance(cpu, dict):
-        rows.append(
-            (
-                "cpu",
-                f"{cpu.get('model')}  {cpu.get('cores_available')} cores  "
-                f"{len(cpu.get('isa_flags', []))} ISA flags",
-            )
-        )
-    gpu = facts.get("gpu")
-    if isinstance(gpu, dict):
-        devices = gpu.get("devices", {})
-        if devices:
-            names = sorted({str(d.get("name")) for d in devices.values()})
-            rows.append(
-                (
-                    "gpu",
-                    f"{gpu.get('count')} x {', '.join(names)}  driver {gpu.get('driver')}  "
-                    f"CUDA {gpu.get('cuda_driver')}",
-                )
-            )
-        else:
-            rows.append(("gpu", f"none ({gpu.get('driver')})"))
-    else:
-        rows.append(("gpu", str(gpu)))
-    torch = facts.get("torch")
-    if isinstance(torch, dict) and torch.get("version"):
-        flags = torch.get("flags") if isinstance(torch.get("flags"), dict) else {}
-        rows.append(
-            (
-                "torch",
-                f"{torch.get('version')}  CUDA {torch.get('cuda_runtime')}  "
-                f"cuDNN {torch.get('cudnn')}  CPU {flags.get('cpu_capability')}",
-            )
-        )
-    eng = facts.get("engines")
-    if isinstance(eng, dict) and eng:
-        rows.append(
-            ("engines", "  ".join(f"{k} {v.get('version')}" for k, v in sorted(eng.items())))
-        )
-    env = facts.get("env")
-    if isinstance(env, dict):
-        from provenance.model.classes import REDACTED
+Row = tuple[str, str]
 
-        redacted = sum(1 for v in env.values() if v == REDACTED)
-        rows.append(("env", f"{len(env)} relevant variables ({redacted} redacted)"))
-    rows.append(("digest", digest))
-    return rows
+
+def _python_row(py: Any) -> Row:
+    if not isinstance(py, dict):
+        return ("python", str(py))
+    return ("python", f"{py.get('implementation')} {py.get('version')}  "
+                      f"{len(py.get('packages', {}))} packages  ({py.get('executable')})")
+
+
+def _os_row(os_: Any) -> Row | None:
+    if not isinstance(os_, dict):
+        return None
+    rel = os_.get("release")
+    name = rel.get("pretty_name", "?") if isinstance(rel, dict) else str(rel)
+    libc = os_.get("libc", {})
+    return ("os", f"{name}  {libc.get('name', '')} {libc.get('version', '')}  "
+                  + ("  ".join(_database_counts(os_)) or "no package database"))
+
+
+def _cpu_row(cpu: Any) -> Row | None:
+    if not isinstance(cpu, dict):
+        return None
+    return ("cpu", f"{cpu.get('model')}  {cpu.get('cores_available')} cores  "
+                   f"{len(cpu.get('isa_flags', []))} ISA flags")
+
+
+def _gpu_row(gpu: Any) -> Row:
+    if not isinstance(gpu, dict):
+        return ("gpu", str(gpu))
+    devices = gpu.get("devices", {})
+    if not devices:
+        return ("gpu", f"none ({gpu.get('driver')})")
+    names = sorted({str(d.get("name")) for d in devices.values()})
+    return ("gpu", f"{gpu.get('count')} x {', '.join(names)}  driver {gpu.get('driver')}  "
+                   f"CUDA {gpu.get('cuda_driver')}")
+
+
+def _torch_row(torch: Any) -> Row | None:
+    if not (isinstance(torch, dict) and torch.get("version")):
+        return None
+    flags = torch.get("flags") if isinstance(torch.get("flags"), dict) else {}
+    return ("torch", f"{torch.get('version')}  CUDA {torch.get('cuda_runtime')}  "
+                     f"cuDNN {torch.get('cudnn')}  CPU {flags.get('cpu_capability')}")
+
+
+def _engines_row(eng: Any) -> Row | None:
+    if not (isinstance(eng, dict) and eng):
+        return None
+    return ("engines", "  ".join(f"{k} {v.get('version')}" for k, v in sorted(eng.items())))
+
+
+def _env_row(env: Any) -> Row | None:
+    if not isinstance(env, dict):
+        return None
+    from provenance.model.classes import REDACTED
+
+    redacted = sum(1 for v in env.values() if v == REDACTED)
+    return ("env", f"{len(env)} relevant variables ({redacted} redacted)")
+
+
+# section of the facts -> its summary row (None: no row), in the order they are printed
+_ROWS = (("python", _python_row), ("os", _os_row), ("cpu", _cpu_row), ("gpu", _gpu_row),
+         ("torch", _torch_row), ("engines", _engines_row), ("env", _env_row))
+
+
+def summary_lines(facts: dict[str, Any], digest: str) -> list[Row]:
+    """(label, text) rows for the human summary."""
+    rows = [row for key, make in _ROWS if (row := make(facts.get(key))) is not None]
+    return [*rows, ("digest", digest)]
 
 
 def run_snapshot(

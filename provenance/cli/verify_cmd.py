@@ -49,14 +49,8 @@ def verify(
         help="With a BUNDLE: check one exchange receipt (JSON) a client saved against it."),
 ) -> None:
     """Verify a published bundle, an image/environment against its lock, or a model directory."""
-    if receipt is not None and (lock is not None or (model is not None and target is None)):
-        raise ProvError("--receipt is checked against a BUNDLE, not with --lock or a --model "
-                        "directory on its own")
-    bundle_model = model is not None and target is not None and lock is None
-    if bundle_model and (run is not None or signature is not None):
-        raise ProvError("with a BUNDLE, --model DIR is checked against the bundle's model; "
-                        "--run and --signature check a directory on their own")
-    if not bundle_model and model is not None:
+    _refuse_mixed(target, lock, model, run, signature, receipt)
+    if model is not None and (target is None or lock is not None):
         if lock is not None or target is not None:
             raise ProvError("--model is checked against a BUNDLE or on its own, not with --lock")
         from provenance.cli.verify_model import verify_model_command
@@ -65,22 +59,45 @@ def verify(
     if exact and lock is None:
         raise ProvError("--exact checks an environment against a --lock FILE")
     if lock is not None:
-        if image and target:
-            raise ProvError("give the image either as SOURCE or with --image, not both")
-        from lockfiles import is_environment_lock
+        raise typer.Exit(_verify_lock(lock, image or target, bool(image and target), as_json,
+                                      python, exact))
+    raise typer.Exit(_verify_bundle(target, key, no_signature, receipt, model, as_json))
 
-        if is_environment_lock(lock):  # pylock.toml, uv.lock, requirements.txt
-            from provenance.cli.lock_cmd import verify_environment_command
 
-            code = verify_environment_command(lock, image or target, as_json, python=python,
-                                              exact=exact)
-            raise typer.Exit(code)
-        if exact:
-            raise ProvError(f"{lock}: an image lock names every package already; --exact is "
-                            "for environment locks")
-        from provenance.cli.verify_image import verify_image_lock
+def _refuse_mixed(target: str | None, lock: Path | None, model: Path | None, run: str | None,
+                  signature: Path | None, receipt: Path | None) -> None:
+    """Options that belong to different kinds of check, given together (exit 2)."""
+    if receipt is not None and (lock is not None or (model is not None and target is None)):
+        raise ProvError("--receipt is checked against a BUNDLE, not with --lock or a --model "
+                        "directory on its own")
+    bundle_model = model is not None and target is not None and lock is None
+    if bundle_model and (run is not None or signature is not None):
+        raise ProvError("with a BUNDLE, --model DIR is checked against the bundle's model; "
+                        "--run and --signature check a directory on their own")
 
-        raise typer.Exit(verify_image_lock(lock, source=image or target, as_json=as_json))
+
+def _verify_lock(lock: Path, source: str | None, given_twice: bool, as_json: bool,
+                 python: str | None, exact: bool) -> int:
+    """An environment (pylock.toml, uv.lock, requirements.txt) or an image against a lock."""
+    if given_twice:
+        raise ProvError("give the image either as SOURCE or with --image, not both")
+    from lockfiles import is_environment_lock
+
+    if is_environment_lock(lock):
+        from provenance.cli.lock_cmd import verify_environment_command
+
+        return verify_environment_command(lock, source, as_json, python=python, exact=exact)
+    if exact:
+        raise ProvError(f"{lock}: an image lock names every package already; --exact is "
+                        "for environment locks")
+    from provenance.cli.verify_image import verify_image_lock
+
+    return verify_image_lock(lock, source=source, as_json=as_json)
+
+
+def _verify_bundle(target: str | None, key: Path | None, no_signature: bool,
+                   receipt: Path | None, model: Path | None, as_json: bool) -> int:
+    """A published bundle, step by step (and a receipt, and a model directory, if given)."""
     if target is None:
         raise ProvError("nothing to verify: give a BUNDLE, or --lock FILE")
     if not target.startswith("registry:") and not Path(target).exists():
@@ -101,7 +118,7 @@ def verify(
         print_json(report.to_json())
     else:
         _print_steps(report)
-    raise typer.Exit(EXIT_DIFFERS if report.failed else EXIT_OK)
+    return EXIT_DIFFERS if report.failed else EXIT_OK
 
 
 def _print_steps(report) -> None:

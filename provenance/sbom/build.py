@@ -60,48 +60,90 @@ def build_bom(
     results: Sequence[PublishedResult] = (),
 ) -> BuiltBom:
     """`results`: the published results whose disclosed figures go into the model cards."""
-    from cyclonedx.model.bom import Bom, BomMetaData
-    from cyclonedx.model.component import Component, ComponentType
+    from cyclonedx.model.bom import Bom
 
     m = subject.manifest
-    facts = m.facts
     digest = m.digest()
-    python = facts.get("python") if isinstance(facts.get("python"), dict) else {}
-    packages = python.get("packages") if isinstance(python.get("packages"), dict) else {}
-    os_facts = facts.get("os") if isinstance(facts.get("os"), dict) else {}
-    dpkg = os_facts.get("dpkg") if isinstance(os_facts.get("dpkg"), dict) else {}
-    apk = os_facts.get("apk") if isinstance(os_facts.get("apk"), dict) else {}
-    release = os_facts.get("release") if isinstance(os_facts.get("release"), dict) else {}
-    image = facts.get("image") if isinstance(facts.get("image"), dict) else None
+    parts = _components(subject)
+    root = _root_component(subject, digest)
+    meta = _metadata(subject, root, timestamp)
+    extra = tuple(serial_extra)
+    if subject.run:
+        extra = (subject.run.run_id, *extra)
+    bom = Bom(
+        components=[*parts.python, *parts.others],
+        serial_number=serial_for(digest, *extra),
+        metadata=meta,
+        vulnerabilities=vulnerabilities or [],
+    )
+    note = _dependency_graph(bom, root, parts)
+    meta.properties.add(_prop("prov:dependency-graph", note))
+    _redact_properties([meta, *bom.components])
+    cards = {m.ref: card for m in parts.models if (card := model_card(m, results)) is not None}
+    return BuiltBom(bom=bom, formulation=_formulation(subject), graph_note=note,
+                    model_cards=cards)
 
+
+def _section(facts: dict[str, Any], key: str) -> dict[str, Any]:
+    """A section of the facts as a dict ({} when absent or of another shape)."""
+    value = facts.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+@dataclass
+class _Parts:
+    python: list  # Python packages, one component each
+    others: list  # OS packages, the GPU stack, the OS, the models read
+    models: list  # the models read (their cards are built from them)
+    installed: dict[str, Any]  # installed metadata by name, where the environment is here
+    python_facts: dict[str, Any]
+
+
+def _components(subject: Subject) -> _Parts:
+    facts = subject.manifest.facts
+    python = _section(facts, "python")
+    packages = _section(python, "packages")
+    os_facts = _section(facts, "os")
+    release = _section(os_facts, "release")
     info = read_installed(packages) if subject.local else {}
-    py = comp.python_components(packages, info)
-    os_packages = [*comp.deb_components(dpkg, release), *comp.apk_components(apk, release)]
-    others = comp.gpu_stack_components(facts)
+    others = [*comp.deb_components(_section(os_facts, "dpkg"), release),
+              *comp.apk_components(_section(os_facts, "apk"), release),
+              *comp.gpu_stack_components(facts)]
     os_comp = comp.os_component(os_facts)
     if os_comp is not None:
         others.append(os_comp)
     models = models_read(facts)
     others += [model_component(m) for m in models]
+    return _Parts(comp.python_components(packages, info), others, models, info, python)
 
-    # The BOM's subject: the image itself, or the environment/run as an application.
-    if image is not None:
-        root = comp.image_component(image)
-    else:
-        root = Component(
-            type=ComponentType.APPLICATION if subject.run else ComponentType.PLATFORM,
-            name=f"run {subject.run.run_id}" if subject.run else "python-environment",
-            version=digest,
-            bom_ref=f"prov:manifest:{digest}",
-        )
+
+def _root_component(subject: Subject, digest: str):
+    """The BOM's subject: the image itself, or the environment/run as an application."""
+    from cyclonedx.model.component import Component, ComponentType
+
+    image = subject.manifest.facts.get("image")
+    if isinstance(image, dict):
+        return comp.image_component(image)
+    return Component(
+        type=ComponentType.APPLICATION if subject.run else ComponentType.PLATFORM,
+        name=f"run {subject.run.run_id}" if subject.run else "python-environment",
+        version=digest,
+        bom_ref=f"prov:manifest:{digest}",
+    )
+
+
+def _metadata(subject: Subject, root, timestamp: datetime | None):
+    from cyclonedx.model.bom import BomMetaData
+    from cyclonedx.model.component import Component, ComponentType
+    from cyclonedx.model.tool import ToolRepository
+
+    m = subject.manifest
+    digest = m.digest()
     props = [_prop("prov:manifest-digest", digest)]
     props += [_prop(f"prov:section-digest:{k}", v) for k, v in m.section_digests().items()]
     props.append(_prop("prov:subject", f"{subject.kind}: {subject.label}"))
     if subject.run:
         props += _run_properties(subject)
-
-    from cyclonedx.model.tool import ToolRepository
-
     tools = ToolRepository()
     tools.components.add(
         Component(type=ComponentType.APPLICATION, name="prov", version=prov_version(),
@@ -109,38 +151,28 @@ def build_bom(
     )
     meta = BomMetaData(component=root, tools=tools, properties=props)
     meta.timestamp = timestamp  # None: no wall-clock time in the output
+    return meta
 
-    extra = tuple(serial_extra)
-    if subject.run:
-        extra = (subject.run.run_id, *extra)
-    bom = Bom(
-        components=[*py, *os_packages, *others],
-        serial_number=serial_for(digest, *extra),
-        metadata=meta,
-        vulnerabilities=vulnerabilities or [],
-    )
 
-    # Dependency graph: Requires-Dist from installed metadata, where it can be read.
-    by_name = {c.name: c for c in py}
-    if info:
-        env = marker_environment(python)
-        graph = resolve_requires(info, set(by_name), env)
+def _dependency_graph(bom, root, parts: _Parts) -> str:
+    """Register every component's dependencies (Requires-Dist from installed metadata, where
+    it can be read); returns the note that says which."""
+    by_name = {c.name: c for c in parts.python}
+    if parts.installed:
+        env = marker_environment(parts.python_facts)
+        graph = resolve_requires(parts.installed, set(by_name), env)
         for name in sorted(by_name):
             deps = [by_name[d] for d in graph.get(name, []) if d in by_name]
             bom.register_dependency(by_name[name], deps)
-        note = (f"requires-dist: read from installed metadata for {len(info)} of "
-                f"{len(py)} Python packages")
+        note = (f"requires-dist: read from installed metadata for {len(parts.installed)} of "
+                f"{len(parts.python)} Python packages")
     else:
         note = ("unavailable: the manifest records no Requires-Dist and its environment is "
                 "not installed here")
-        for c in py:
+        for c in parts.python:
             bom.register_dependency(c, [])
-    bom.register_dependency(root, [*py, *os_packages, *others])
-    meta.properties.add(_prop("prov:dependency-graph", note))
-    _redact_properties([meta, *bom.components])
-    cards = {m.ref: card for m in models if (card := model_card(m, results)) is not None}
-    return BuiltBom(bom=bom, formulation=_formulation(subject), graph_note=note,
-                    model_cards=cards)
+    bom.register_dependency(root, [*parts.python, *parts.others])
+    return note
 
 
 def _redact_properties(holders: list) -> None:

@@ -10,7 +10,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from runners.demo import corpus
-from runners.demo.builder import BASE_CONFIG, build_atomically, cached, fresh_model, one_thread
+from runners.demo.builder import (
+    BASE_CONFIG,
+    build_atomically,
+    ensure_built,
+    fresh_model,
+    one_thread,
+)
 from runners.demo.builder import train_bpe as _train_bpe
 
 # Bump when anything below changes: the cache key of a built model.
@@ -80,6 +86,6 @@ def build(out_dir: Path, steps: int = 120) -> Path:
 
 def ensure(out_dir: Path, steps: int = 120) -> Path:
     """The built model at out_dir, building it if missing or from another recipe."""
-    if cached(out_dir, MARKER, lambda i: i.get("recipe") == RECIPE and i.get("steps") == steps):
-        return Path(out_dir)
-    return build(out_dir, steps)
+    return ensure_built(out_dir, MARKER,
+                        lambda i: i.get("recipe") == RECIPE and i.get("steps") == steps,
+                        lambda: build(out_dir, steps))

@@ -9,6 +9,7 @@ workstream). torch, transformers and tokenizers are imported lazily.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import shutil
 import tempfile
@@ -94,6 +95,18 @@ def build_atomically(out_dir: Path, marker: str, make: Callable[[Path], dict]) -
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
     return out_dir
+
+
+def ensure_built(out_dir: Path, marker: str, fresh: Callable[[dict], bool],
+                 build: Callable[[], Path]) -> Path:
+    """out_dir if it holds a model `fresh` accepts, else `build()`; one process builds at a
+    time (a lock file beside out_dir), so two that start together train it once and neither
+    reads it while the other renames it into place."""
+    out_dir = Path(out_dir)
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    with open(out_dir.parent / f".{out_dir.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return out_dir if cached(out_dir, marker, fresh) else build()
 
 
 def cached(out_dir: Path, marker: str, fresh: Callable[[dict], bool]) -> bool:

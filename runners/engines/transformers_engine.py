@@ -97,31 +97,9 @@ class TransformersEngine:
         import contextlib
 
         import torch
-        import transformers
-        from transformers import AutoConfig, AutoModelForCausalLM
 
-        attn = self.config.get("attn", "sdpa")
-        dtype_name = self.config.get("dtype", "float32")
-        device = self.config.get("device", "cpu")
-        kernel = self.config.get("sdpa_kernel")
-        if kernel is not None and kernel not in SDPA_KERNELS:
-            raise EngineError(f"sdpa_kernel must be one of {', '.join(SDPA_KERNELS)}")
-        if kernel is not None and attn != "sdpa":
-            raise EngineError("sdpa_kernel needs attn=sdpa")
-        dtype = getattr(torch, dtype_name)
-        torch.manual_seed(0)
-        base = AutoConfig.from_pretrained(model_dir)
-        model = AutoModelForCausalLM.from_pretrained(
-            model_dir, config=copy.deepcopy(base), attn_implementation=attn, dtype=dtype
-        ).to(device)
-        model.eval()
-        resolved = getattr(model.config, "_attn_implementation", None)
-        if resolved != attn:
-            raise EngineError(f"asked for attn={attn} but the model resolved {resolved!r}")
-        param_dtype = str(next(model.parameters()).dtype).removeprefix("torch.")
-        if param_dtype != dtype_name:
-            raise EngineError(f"asked for dtype={dtype_name} but weights are {param_dtype}")
-
+        attn, dtype_name, device, kernel = self._options()
+        model, resolved, param_dtype = _load(model_dir, attn, dtype_name, device)
         captured: dict[str, Any] = {}
         inner = model.get_decoder() if hasattr(model, "get_decoder") else model.model
         plant = self.config.get("plant", "none")
@@ -134,18 +112,13 @@ class TransformersEngine:
         hook = inner.norm.register_forward_hook(
             lambda _m, _i, out: captured.__setitem__("final", out.detach())
         )
-        ctx = contextlib.nullcontext()
-        if kernel is not None:
-            from torch.nn.attention import SDPBackend, sdpa_kernel
-
-            ctx = sdpa_kernel([getattr(SDPBackend, kernel)])
         head = model.get_output_embeddings().weight
         mode = hs.store_mode(self.config.get("store"), len(ids) - 1, int(head.shape[0]))
         rows = hs.sample_rows(len(ids) - 1) if mode == "hidden" else None
         keep = 0 if rows is None else torch.from_numpy(rows).to(device)
         x = torch.tensor([ids], dtype=torch.long, device=device)
         recorder = _SdpaRecorder() if attn == "sdpa" else contextlib.nullcontext()
-        with torch.inference_mode(), ctx, recorder:
+        with torch.inference_mode(), _forced_kernel(kernel), recorder:
             out = model(input_ids=x, output_hidden_states=True, use_cache=False,
                         logits_to_keep=keep)
         hook.remove()
@@ -156,25 +129,10 @@ class TransformersEngine:
         named["final_norm"] = captured["final"][0]
         named["logits" if rows is None else "logits_sampled"] = out.logits[0]
         digests = digest(named, block)
-        runtime: dict[str, Any] = {
-            "engine": "transformers",
-            "transformers_version": transformers.__version__,
-            "torch_version": torch.__version__,
-            # named attention_backend so the gate's attention-backend preset covers it
-            "attention_backend": {"requested": attn, "resolved": resolved},
-            "dtype": {"requested": dtype_name, "resolved": param_dtype,
-                      "logits": str(out.logits.dtype).removeprefix("torch.")},
-            "device": device,
-            "digest": algo,
-            "kv_cache": {"dtype": "none", "note": "single forward pass, use_cache=False"},
-            "num_threads": torch.get_num_threads(),
-        }
+        runtime = _runtime(attn, resolved, dtype_name, param_dtype, out.logits.dtype, device,
+                           algo)
         if attn == "sdpa":
-            kern = {"forced": kernel or "none",
-                    "resolved": sorted(recorder.choices) or ["unavailable: no sdpa call seen"]}
-            if recorder.errors:
-                kern["probe_errors"] = sorted(recorder.errors)
-            runtime["attention_backend"]["sdpa_kernel"] = kern
+            runtime["attention_backend"]["sdpa_kernel"] = _kernel_fact(kernel, recorder)
         head_digest = hashlib.sha256(_raw(head).tobytes()).hexdigest()
         if rows is not None:
             return _hidden_output(model, head, head_digest, captured["final"][0], out.logits[0],
@@ -189,6 +147,80 @@ class TransformersEngine:
             head_digest=head_digest,
             notes=notes,
         )
+
+    def _options(self) -> tuple[str, str, str, str | None]:
+        """attn, dtype, device and the forced sdpa kernel, checked before torch loads."""
+        attn = self.config.get("attn", "sdpa")
+        kernel = self.config.get("sdpa_kernel")
+        if kernel is not None and kernel not in SDPA_KERNELS:
+            raise EngineError(f"sdpa_kernel must be one of {', '.join(SDPA_KERNELS)}")
+        if kernel is not None and attn != "sdpa":
+            raise EngineError("sdpa_kernel needs attn=sdpa")
+        return (attn, self.config.get("dtype", "float32"), self.config.get("device", "cpu"),
+                kernel)
+
+
+def _load(model_dir: str, attn: str, dtype_name: str, device: str):
+    """The model in eval mode, the attention implementation it resolved and its weights'
+    dtype; an engine that did not load what was asked for refuses."""
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    torch.manual_seed(0)
+    base = AutoConfig.from_pretrained(model_dir)
+    model = AutoModelForCausalLM.from_pretrained(
+        model_dir, config=copy.deepcopy(base), attn_implementation=attn,
+        dtype=getattr(torch, dtype_name)
+    ).to(device)
+    model.eval()
+    resolved = getattr(model.config, "_attn_implementation", None)
+    if resolved != attn:
+        raise EngineError(f"asked for attn={attn} but the model resolved {resolved!r}")
+    param_dtype = str(next(model.parameters()).dtype).removeprefix("torch.")
+    if param_dtype != dtype_name:
+        raise EngineError(f"asked for dtype={dtype_name} but weights are {param_dtype}")
+    return model, resolved, param_dtype
+
+
+def _forced_kernel(kernel: str | None):
+    """torch's sdpa_kernel context for a forced kernel, else nothing."""
+    import contextlib
+
+    if kernel is None:
+        return contextlib.nullcontext()
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    return sdpa_kernel([getattr(SDPBackend, kernel)])
+
+
+def _runtime(attn: str, resolved: str | None, dtype_name: str, param_dtype: str, logits_dtype,
+             device: str, algo: str) -> dict[str, Any]:
+    import torch
+    import transformers
+
+    return {
+        "engine": "transformers",
+        "transformers_version": transformers.__version__,
+        "torch_version": torch.__version__,
+        # named attention_backend so the gate's attention-backend preset covers it
+        "attention_backend": {"requested": attn, "resolved": resolved},
+        "dtype": {"requested": dtype_name, "resolved": param_dtype,
+                  "logits": str(logits_dtype).removeprefix("torch.")},
+        "device": device,
+        "digest": algo,
+        "kv_cache": {"dtype": "none", "note": "single forward pass, use_cache=False"},
+        "num_threads": torch.get_num_threads(),
+    }
+
+
+def _kernel_fact(kernel: str | None, recorder: _SdpaRecorder) -> dict[str, Any]:
+    """The sdpa kernel forced and the ones the recorder saw chosen."""
+    kern: dict[str, Any] = {"forced": kernel or "none",
+                            "resolved": sorted(recorder.choices)
+                            or ["unavailable: no sdpa call seen"]}
+    if recorder.errors:
+        kern["probe_errors"] = sorted(recorder.errors)
+    return kern
 
 
 def _hidden_output(model, head, head_digest: str, final, sampled, rows: np.ndarray,

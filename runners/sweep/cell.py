@@ -115,7 +115,7 @@ def run_cell(p: dict[str, Any], store_root: str | None = None,
              node: dict[str, Any] | None = None) -> dict[str, Any]:
     """Run the cell; with `store_root` None, into a private store whose objects are returned
     under `objects` as (digest, bytes) pairs."""
-    from provenance.store import export_objects, open_store, run_closure
+    from provenance.store import open_store
 
     t0 = time.time()
     ship = store_root is None
@@ -126,54 +126,78 @@ def run_cell(p: dict[str, Any], store_root: str | None = None,
         if ship:
             _private_store_key(tmp / "store", bytes.fromhex(p["redact_key"]))
         store = open_store(tmp / "store" if ship else store_root)
-        here = model_digest(Path(p["model"]))
-        if here != p["model_digest"]:
-            raise CellError(f"cell {p['label']}: the model at {p['model']} on "
-                            f"{socket.gethostname()} has digest {here}, the sweep's is "
-                            f"{p['model_digest']}")
-        prep = Prepared(Path(p["model"]), "", p["ids"], [], p["tokens_total"],
-                        p["model_digest"], p["tokenizer_digest"], p["text_digest"])
-        config = EngineConfig(p["engine"], tuple(sorted(p["options"].items())))
-        cwd = p["cwd"] if os.path.isdir(p["cwd"]) else str(tmp)
-        launcher = supervised(store=store)
-        runs = []
-        old = os.getcwd()
-        os.chdir(cwd)  # the runs record the project's git state, as `prov run` does
-        try:
-            for i in range(p["repeats"]):
-                runs.append(execute(config, prep, tmp / "work", f"sweep-{p['cell_id']}-r{i}",
-                                    p["block"], launcher))
-            probed = _probe(p, config, prep, tmp, launcher) if p.get("invariance") else None
-        finally:
-            os.chdir(old)
-        verdict = compare_repeats(runs, p["block"]) if len(runs) > 1 else \
-            {"verdict": "not run (1 repeat)"}
-        scores = store.put_bytes(
-            (tmp / "work" / f"sweep-{p['cell_id']}-r0" / "scores.npz").read_bytes(),
-            "sweep.scores")
-        infos = [store.get_run(r.run_id) for r in runs]
-        out: dict[str, Any] = {
-            "cell_id": p["cell_id"], "key": p["key"], "label": p["label"],
-            "node": {"hostname": socket.gethostname(), "pid": os.getpid(), **(node or {})},
-            "runs": [i.run_id for i in infos],
-            "records": [i.record_digest for i in infos],
-            "manifest_digest": infos[0].manifest_digest,
-            "snapshot_digest": store.manifest_object(infos[0].record.manifest).digest(),
-            "scores": scores, "verdict": verdict,
-            "runtime": runs[0].meta.get("runtime", {}).get(p["engine"]),
-            "seconds": round(time.time() - t0, 3),
-        }
-        shipped = [i.run_id for i in infos]
+        _check_model(p)
+        runs, probed = _execute(p, store, tmp)
+        out = _cell_doc(p, store, runs, tmp, node)
+        out["seconds"] = round(time.time() - t0, 3)
+        shipped = [r.run_id for r in runs]
         if probed is not None:
             out["invariance"] = probe_doc(store, probed)
             shipped.append(probed.run_id)
         if ship:
-            digests = [d for r in shipped for d in run_closure(store, r)] + [scores]
-            if probed is not None:
-                digests.append(out["invariance"]["result"])
-            out["objects"] = export_objects(store, digests)
+            out["objects"] = _objects(store, shipped, out)
             store.close()
         return out
     finally:
         with contextlib.suppress(OSError):
             shutil.rmtree(tmp)
+
+
+def _check_model(p: dict[str, Any]) -> None:
+    """The model on this node must be the sweep's, by content."""
+    here = model_digest(Path(p["model"]))
+    if here != p["model_digest"]:
+        raise CellError(f"cell {p['label']}: the model at {p['model']} on "
+                        f"{socket.gethostname()} has digest {here}, the sweep's is "
+                        f"{p['model_digest']}")
+
+
+def _execute(p: dict[str, Any], store, tmp: Path):
+    """The cell's repeats (and its invariance probe, if asked), run from the project's
+    directory where this node has it, so the runs record its git state as `prov run` does."""
+    prep = Prepared(Path(p["model"]), "", p["ids"], [], p["tokens_total"],
+                    p["model_digest"], p["tokenizer_digest"], p["text_digest"])
+    config = EngineConfig(p["engine"], tuple(sorted(p["options"].items())))
+    cwd = p["cwd"] if os.path.isdir(p["cwd"]) else str(tmp)
+    launcher = supervised(store=store)
+    old = os.getcwd()
+    os.chdir(cwd)
+    try:
+        runs = [execute(config, prep, tmp / "work", f"sweep-{p['cell_id']}-r{i}", p["block"],
+                        launcher) for i in range(p["repeats"])]
+        probed = _probe(p, config, prep, tmp, launcher) if p.get("invariance") else None
+    finally:
+        os.chdir(old)
+    return runs, probed
+
+
+def _cell_doc(p: dict[str, Any], store, runs: list, tmp: Path,
+              node: dict[str, Any] | None) -> dict[str, Any]:
+    """The cell's document: its runs and records, its scores (stored), its repeat verdict."""
+    verdict = compare_repeats(runs, p["block"]) if len(runs) > 1 else \
+        {"verdict": "not run (1 repeat)"}
+    scores = store.put_bytes(
+        (tmp / "work" / f"sweep-{p['cell_id']}-r0" / "scores.npz").read_bytes(),
+        "sweep.scores")
+    infos = [store.get_run(r.run_id) for r in runs]
+    return {
+        "cell_id": p["cell_id"], "key": p["key"], "label": p["label"],
+        "node": {"hostname": socket.gethostname(), "pid": os.getpid(), **(node or {})},
+        "runs": [i.run_id for i in infos],
+        "records": [i.record_digest for i in infos],
+        "manifest_digest": infos[0].manifest_digest,
+        "snapshot_digest": store.manifest_object(infos[0].record.manifest).digest(),
+        "scores": scores, "verdict": verdict,
+        "runtime": runs[0].meta.get("runtime", {}).get(p["engine"]),
+    }
+
+
+def _objects(store, shipped: list[str], out: dict[str, Any]) -> list:
+    """The private store's objects the driver needs: each run's closure, the scores and the
+    invariance result, as (digest, bytes) pairs."""
+    from provenance.store import export_objects, run_closure
+
+    digests = [d for r in shipped for d in run_closure(store, r)] + [out["scores"]]
+    if "invariance" in out:
+        digests.append(out["invariance"]["result"])
+    return export_objects(store, digests)

@@ -13,7 +13,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from runners.demo import corpus
-from runners.demo.builder import BASE_CONFIG, build_atomically, cached, fresh_model, one_thread
+from runners.demo.builder import (
+    BASE_CONFIG,
+    build_atomically,
+    ensure_built,
+    fresh_model,
+    one_thread,
+)
 from runners.demo.builder import train_bpe as _train_bpe
 from runners.workstream.reader import load_workstream
 from runners.workstream.template import IM_END, IM_START, PROV_TEMPLATE, render
@@ -105,7 +111,6 @@ def build(out_dir: Path, workstream: Path, max_steps: int = 1500) -> Path:
 def ensure(out_dir: Path, workstream: Path, max_steps: int = 1500) -> Path:
     """The trained model at out_dir, training it if missing, stale, or for another file."""
     digest = load_workstream(workstream).digest
-    if cached(out_dir, MARKER, lambda i: i.get("recipe") == RECIPE
-              and i.get("workstream_digest") == digest):
-        return Path(out_dir)
-    return build(out_dir, workstream, max_steps)
+    return ensure_built(out_dir, MARKER, lambda i: i.get("recipe") == RECIPE
+                        and i.get("workstream_digest") == digest,
+                        lambda: build(out_dir, workstream, max_steps))

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from runners.api import EngineConfig, read_result, run_diverge, run_repeat
+from runners.api import EngineConfig, read_result, run_diverge, run_repeat, ungated
 from runners.hidden import HIDDEN_CELLS, sample_rows, store_mode, to_float32
 from runners.hidden_analysis import HiddenStateError
 
@@ -54,10 +54,10 @@ def pair(prepared, tmp_path_factory):
     base = tmp_path_factory.mktemp("hidden")
     hid = run_diverge(EngineConfig.parse(REF + ",store=hidden"),
                       EngineConfig.parse(CAND + ",store=hidden"), prepared, base / "wh",
-                      base / "rh")
+                      base / "rh", check=ungated, repeat_check=ungated)
     log = run_diverge(EngineConfig.parse(REF + ",store=logits"),
                       EngineConfig.parse(CAND + ",store=logits"), prepared, base / "wl",
-                      base / "rl", noise_floor=False)
+                      base / "rl", check=ungated, repeat_check=ungated, noise_floor=False)
     return hid, log, base
 
 
@@ -148,7 +148,7 @@ def test_mixed_storage_is_refused(pair, prepared):
 
 def test_repeats_compare_hidden_state_runs(prepared, tmp_path):
     out = run_repeat(EngineConfig.parse(REF + ",store=hidden"), prepared, 2, tmp_path / "w",
-                     tmp_path / "r")
+                     tmp_path / "r", check=ungated)
     assert out.identical and out.verdict["verdict"] == "bit-identical"
     digests = out.runs[0].meta["digests"]
     assert {"final_norm", "logits_sampled"} <= set(digests) and "logits" not in digests

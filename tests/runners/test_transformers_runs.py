@@ -16,13 +16,15 @@ from provenance.model.disclosure import (
 )
 from runners.diverge import run_diverge
 from runners.engines import EngineConfig
+from runners.launch import ungated
 from runners.repeat import run_repeat
 from runners.results import read_result
 
 
 def test_same_implementation_repeats_bit_identical(prepared, tmp_path):
     cfg = EngineConfig.parse("transformers:attn=sdpa,dtype=float32")
-    out = run_repeat(cfg, prepared, 2, tmp_path / "work", tmp_path / "res", block=128)
+    out = run_repeat(cfg, prepared, 2, tmp_path / "work", tmp_path / "res", block=128,
+                     check=ungated)
     assert out.identical, out.verdict
     a, b = out.runs
     assert a.meta["pid"] != b.meta["pid"]  # separate processes
@@ -54,7 +56,7 @@ def test_eager_vs_sdpa_differ_and_analysis_matches_scipy(prepared, tmp_path, dty
     cand_cfg = EngineConfig.parse(f"transformers:attn=sdpa,dtype={dtype}")
     floor = dtype == "float32"  # the noise floor once: it costs one more reference run
     out = run_diverge(ref_cfg, cand_cfg, prepared, tmp_path / "work", tmp_path / "res",
-                      noise_floor=floor)
+                      check=ungated, repeat_check=ungated, noise_floor=floor)
     ref, cand = out.ref.scores, out.cand.scores
     for run, attn in ((out.ref, "eager"), (out.cand, "sdpa")):
         assert run.meta["runtime"]["transformers"]["models"]["0"]["attn_implementation"] == attn
@@ -133,7 +135,7 @@ def test_full_logits_rebuild_exactly_from_stored_hidden_and_head(prepared, demo_
     ref_cfg = EngineConfig.parse("transformers:attn=eager")
     cand_cfg = EngineConfig.parse("transformers:attn=eager,dtype=bfloat16")
     out = run_diverge(ref_cfg, cand_cfg, prepared, tmp_path / "work", tmp_path / "res",
-                      noise_floor=False)
+                      check=ungated, repeat_check=ungated, noise_floor=False)
     doc, arrays = read_result(out.result_path)
     weights = demo_model / "model.safetensors"
     head = load_file(str(weights))["lm_head.weight"]

@@ -41,7 +41,10 @@ def vpy():
     return vllm_python()
 
 
-@pytest.mark.parametrize("multiprocessing", ["0", "1"])
+# vLLM's default, the engine core in a child process; the in-process engine
+# (VLLM_ENABLE_V1_MULTIPROCESSING=0) gets the same swap and repeat from the selftest's vLLM
+# rows (tests/provenance/selftest/test_user_programs.py: vllm-weights, vllm-repeat).
+@pytest.mark.parametrize("multiprocessing", ["1"])
 def test_vllm_weights_swapped_under_one_name_are_refused_and_repeats_compare_clean(
         penv, tmp_path, vpy, multiprocessing):
     from runners.demo.build import ensure
