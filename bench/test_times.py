@@ -30,8 +30,27 @@ def _area(nodeid: str) -> str:
     return "/".join(parts[:3]) or "tests"
 
 
-def from_plugin(path: Path) -> dict:
+def _read_plugin(path: Path) -> dict:
+    """The controller's file, with what its pytest-xdist workers measured (PATH.gw0, ...)
+    merged in: each test's CPU seconds and processes, and the fixtures' set-ups."""
     doc = json.loads(path.read_text())
+    for worker in sorted(path.parent.glob(path.name + ".gw*")):
+        try:
+            part = json.loads(worker.read_text())
+        except ValueError:  # a worker that never finished writing
+            continue
+        for nodeid, entry in part["tests"].items():
+            mine = doc["tests"].setdefault(nodeid, {"outcome": entry.get("outcome")})
+            for key in ("cpu", "spawned"):
+                if key in entry:
+                    mine[key] = entry[key]
+        doc["fixtures"] = doc.get("fixtures", []) + part.get("fixtures", [])
+        doc["workers"] = doc.get("workers", 0) + 1
+    return doc
+
+
+def from_plugin(path: Path) -> dict:
+    doc = _read_plugin(path)
     tests = doc["tests"]
     files: dict[str, float] = defaultdict(float)
     areas: dict[str, float] = defaultdict(float)
@@ -54,6 +73,7 @@ def from_plugin(path: Path) -> dict:
     return {
         "source": str(path), "wall_seconds": doc["wall_seconds"],
         "cpu_seconds": doc.get("cpu_seconds"), "tests": len(tests),
+        "workers": doc.get("workers", 0),  # pytest-xdist workers (0: pytest's own process)
         "outcomes": _count(e["outcome"] for e in tests.values()),
         "load_average_at_end": doc.get("load_average"), "cpus": doc.get("cpus"),
         "areas": _rounded(areas), "areas_cpu": _rounded(areas_cpu), "files": _rounded(files, 40),
@@ -103,8 +123,8 @@ def _minutes(s: float) -> str:
     return f"{s / 60:.1f} min ({s:.0f} s)"
 
 
-def markdown(doc: dict, command: str) -> str:
-    lines = ["# Test-suite wall time (2026-12-05, 2-core shared CPU machine)", "",
+def markdown(doc: dict, command: str, where: str) -> str:
+    lines = [f"# Test-suite wall time ({where})", "",
              "Figures: [test-times.json](test-times.json), from `bench/test_times.py` over "
              "`pytest -p tests.timing` (every test and fixture) or a pytest `--durations` "
              "log. The machine was shared with other engineers' work: compare before and "
@@ -164,7 +184,7 @@ def main() -> None:
     command = "python bench/test_times.py " + " ".join(
         f"--{k.replace('_', '-')} {v}" for k, v in vars(args).items()
         if v and k not in ("out", "note")) + f" --out {args.out}"
-    args.out.with_suffix(".md").write_text(markdown(doc, command))
+    args.out.with_suffix(".md").write_text(markdown(doc, command, args.out.parent.name))
     print(args.out.with_suffix(".md").read_text())
 
 
