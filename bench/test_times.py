@@ -123,9 +123,9 @@ def _minutes(s: float) -> str:
     return f"{s / 60:.1f} min ({s:.0f} s)"
 
 
-def markdown(doc: dict, command: str, where: str) -> str:
+def markdown(doc: dict, command: str, where: str, json_name: str) -> str:
     lines = [f"# Test-suite wall time ({where})", "",
-             "Figures: [test-times.json](test-times.json), from `bench/test_times.py` over "
+             f"Figures: [{json_name}]({json_name}), from `bench/test_times.py` over "
              "`pytest -p tests.timing` (every test and fixture) or a pytest `--durations` "
              "log. The machine was shared with other engineers' work: compare before and "
              "after as ratios, not absolute times. No test asserts any of these figures.", "",
@@ -184,7 +184,8 @@ def main() -> None:
     command = "python bench/test_times.py " + " ".join(
         f"--{k.replace('_', '-')} {v}" for k, v in vars(args).items()
         if v and k not in ("out", "note")) + f" --out {args.out}"
-    args.out.with_suffix(".md").write_text(markdown(doc, command, args.out.parent.name))
+    args.out.with_suffix(".md").write_text(markdown(doc, command, args.out.parent.name,
+                                                           args.out.with_suffix(".json").name))
     print(args.out.with_suffix(".md").read_text())
 
 
