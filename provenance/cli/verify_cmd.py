@@ -51,7 +51,7 @@ def verify(
     """Verify a published bundle, an image/environment against its lock, or a model directory."""
     _refuse_mixed(target, lock, model, run, signature, receipt)
     if model is not None and (target is None or lock is not None):
-        if lock is not None or target is not None:
+        if lock is not None:
             raise ProvError("--model is checked against a BUNDLE or on its own, not with --lock")
         from provenance.cli.verify_model import verify_model_command
 
