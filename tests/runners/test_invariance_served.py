@@ -34,7 +34,8 @@ def server(vllm_python, demo_model, tmp_path_factory):
     argv = [PROV, "exec", "-q", "--", str(vllm_python), "-m",
             "vllm.entrypoints.openai.api_server", "--model", str(demo_model),
             "--dtype", "float32", "--max-model-len", "256", "--port", str(port),
-            "--logits-processors", CONTROL]
+            "--logits-processors", CONTROL,
+            "--enforce-eager"]  # as bench/gpu/invariance_served.py serves; half the start
     with log.open("wb") as out:
         proc = subprocess.Popen(argv, env=env, cwd=tmp, stdin=subprocess.DEVNULL, stdout=out,
                                 stderr=subprocess.STDOUT, start_new_session=True)

@@ -46,7 +46,8 @@ def server(tmp_path_factory):
     log = tmp / "server.log"
     argv = [PROV, "exec", "-q", "--", str(vllm_python()), "-m",
             "vllm.entrypoints.openai.api_server", "--model", str(model), "--dtype", "float32",
-            "--max-model-len", "256", "--port", str(port)]
+            "--max-model-len", "256", "--port", str(port),
+            "--enforce-eager"]  # half the start; a compiled server: test_probe_server.py
     with log.open("wb") as out:
         proc = subprocess.Popen(argv, env=env, cwd=tmp, stdin=subprocess.DEVNULL,
                                 stdout=out, stderr=subprocess.STDOUT, start_new_session=True)

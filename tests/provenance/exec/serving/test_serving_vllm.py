@@ -48,10 +48,12 @@ def scenario(tmp_path_factory, prov_cache):
            "COLUMNS": "250", "PROV_NO_PYPROJECT": "1"}
     port = free_port()
 
+    # --enforce-eager: what binds a client to its server does not depend on vLLM's compiler
+    # (test_probe_server.py serves a compiled engine); an eager start takes half the time
     def server(dtype: str, name: str):
         argv = [str(vpy), "-m", "vllm.entrypoints.openai.api_server", "--model", model,
                 "--dtype", dtype, "--max-model-len", "256", "--port", str(port),
-                "--chat-template", str(root / "chat.jinja")]
+                "--chat-template", str(root / "chat.jinja"), "--enforce-eager"]
         return served(env, root, argv, port, name, needs=("runtime.vllm",))
 
     sdk = [str(vpy), str(HERE / "openai_client.py")]
