@@ -52,9 +52,11 @@ lint: venv
 # them (--dist loadfile: a file's module fixtures, such as one vLLM engine, are built once).
 # Most of a test's wall time is spent starting Python programs and engines, in which one
 # process keeps one core busy; TEST_WORKERS=0 runs it all in pytest's own process.
+# --no-loadscope-reorder keeps tests/conftest.py's order: the longest files first.
 TEST_WORKERS ?= 2
 test: venv apt lint verify-lock
-	$(BIN)/python -m pytest -q -ra -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -ra -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder \
+		$(PYTEST_ARGS)
 
 # The fast lane (under 2 minutes on a 2-core machine): the unit tests of the model, gate,
 # store, lockfiles, analysis and parsers, and the docs and import-rule checks; no engine,
