@@ -16,6 +16,8 @@ The public surface (everything else in this package is internal):
 - `engine_rows(facts)`, `server_rows(facts)`: a record's facts as the (label, text) rows
   `prov show` prints and `prov report RUN` shows: the engine block (what torch,
   transformers and vLLM resolved), model and input files, the server a client talked to.
+- `descendants(pid) -> list[int]`: a process and its live descendants (through /proc), for
+  a caller that must stop what a command left running (a sweep's ^C).
 - `FACTS_FILE`: the file under `$PROV_RUN_DIR` whose top-level sections join the run's
   manifest (workloads write it with `runners.runfacts.add_run_facts`, stdlib only).
 
@@ -30,11 +32,12 @@ run without a record). The run's manifest is built by
 
 from provenance.exec.environment import environment_digest
 from provenance.exec.facts import FACTS_FILE
+from provenance.exec.libraries import descendants
 from provenance.exec.probe.show import engine_rows
 from provenance.exec.probed import Probed, run_probed
 from provenance.exec.recover import recover
 from provenance.exec.serving.show import server_rows
 from provenance.exec.supervise import RunResult, run_supervised
 
-__all__ = ["FACTS_FILE", "Probed", "RunResult", "engine_rows", "environment_digest", "recover",
-           "run_probed", "run_supervised", "server_rows"]
+__all__ = ["FACTS_FILE", "Probed", "RunResult", "descendants", "engine_rows",
+           "environment_digest", "recover", "run_probed", "run_supervised", "server_rows"]

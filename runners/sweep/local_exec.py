@@ -54,10 +54,52 @@ def _running(p: dict[str, Any], attempt: int, on_event: Event) -> None:
     on_event(p["cell_id"], "running", {"node": socket.gethostname(), "attempt": attempt})
 
 
-def _interrupt_workers(pool: ProcessPoolExecutor) -> None:
-    for proc in list((getattr(pool, "_processes", None) or {}).values()):
-        with contextlib.suppress(ProcessLookupError, TypeError):
-            os.kill(proc.pid, signal.SIGINT)
+# After ^C, how long the cells' workers get to stop their programs (and record their runs
+# interrupted) before what is left of them is killed: a program can hang on its way out
+# (an engine interrupted inside `logging`'s lock deadlocked at exit), never the sweep.
+STOP_GRACE_S = 30.0
+
+
+def _stop_workers(pool: ProcessPoolExecutor, running: list[Future],
+                  grace: float = STOP_GRACE_S) -> None:
+    """^C to each cell's worker (as the user's ^C would: a `kill -INT` reaches the driver
+    alone). Cells not ended after `grace`: SIGKILL to the programs their workers started
+    (each worker's supervisor then records its run); after another `grace`, to the workers.
+    Then the pool is shut down, and a worker that does not exit is killed."""
+    procs = list((getattr(pool, "_processes", None) or {}).values())
+    for proc in procs:
+        _signal(proc.pid, signal.SIGINT)
+    if not _ended(running, grace):
+        from provenance.exec import descendants
+
+        for proc in procs:
+            for pid in descendants(proc.pid)[1:] if proc.is_alive() else ():
+                _signal(pid, signal.SIGKILL)
+        if not _ended(running, grace):
+            for proc in procs:
+                _signal(proc.pid, signal.SIGKILL)
+    pool.shutdown(wait=False, cancel_futures=True)
+    if not _joined(procs, grace):
+        for proc in procs:
+            _signal(proc.pid, signal.SIGKILL)
+        _joined(procs, grace)
+
+
+def _signal(pid: int, signum: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(pid, signum)
+
+
+def _ended(futures: list[Future], seconds: float) -> bool:
+    return not wait(futures, timeout=seconds).not_done
+
+
+def _joined(procs: list, seconds: float) -> bool:
+    """Wait up to `seconds` for every process to end; whether all did."""
+    deadline = time.monotonic() + seconds
+    for proc in procs:
+        proc.join(max(0.0, deadline - time.monotonic()))
+    return not any(proc.is_alive() for proc in procs)
 
 
 class LocalExecutor:
@@ -128,7 +170,7 @@ class LocalExecutor:
                     else:
                         yield p, outcome
         except KeyboardInterrupt:
-            _interrupt_workers(pool)  # as the user's ^C would (a `kill -INT` reaches us alone)
+            _stop_workers(pool, list(running))
             raise
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
