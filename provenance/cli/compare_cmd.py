@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from provenance.cli import app
 from provenance.model import join_key, split_key
+
+if TYPE_CHECKING:  # imported inside the command so `prov --help` stays fast
+    from provenance.gate import Comparison
 
 REFUSED = 3
 
@@ -172,15 +176,15 @@ def compare(
     A comparison that passes is recorded in the store with the keys that varied. Beside the
     verdict, each declared output is stated identical, differing or missing on a side.
     """
-    from provenance.cli.gating import read_policy, render_policy
-    from provenance.cli.output import console, print_json
+    from provenance.cli.gating import read_policy
+    from provenance.cli.output import print_json
     from provenance.gate import compare_runs
     from provenance.model.policy import policy_exit
     from provenance.store import open_store
 
     pol = read_policy(policy)
     c = compare_runs(open_store(), a, b, list(vary))
-    result, ra, rb, config = c.result, c.a, c.b, c.config
+    result = c.result
     doc = c.to_json()
     block = None
     if pol is not None:
@@ -188,20 +192,39 @@ def compare(
     if as_json:
         print_json({**doc, **({"policy": block} if block else {})})
         raise typer.Exit(policy_exit(block, 0 if result.ok else REFUSED))
-    con = console()
     if result.ok:
-        _render(c, con)
-        verdict = "identical identity" if result.identical else "comparable"
-        con.print(f"[green]{verdict}[/green]: recorded as comparison {doc['record']}")
-        if ra.run is not None and rb.run is not None:  # worker runs: top-1 along the context
-            from provenance.report import runs_sparkline
-
-            line = runs_sparkline(ra.run.record.to_doc(), rb.run.record.to_doc())
-            if line:
-                con.print(line, markup=False, highlight=False)
-        if block:
-            render_policy(block, con)
+        _print_passed(c, doc["record"], block)
         raise typer.Exit(policy_exit(block))
+    _print_refused(c, block)
+    raise typer.Exit(REFUSED)
+
+
+def _print_passed(c: Comparison, record: str, block: dict | None) -> None:
+    """The comparison that passed, the record it was kept as, and the policy's verdict."""
+    from provenance.cli.gating import render_policy
+    from provenance.cli.output import console
+
+    con = console()
+    _render(c, con)
+    verdict = "identical identity" if c.result.identical else "comparable"
+    con.print(f"[green]{verdict}[/green]: recorded as comparison {record}")
+    if c.a.run is not None and c.b.run is not None:  # worker runs: top-1 along the context
+        from provenance.report import runs_sparkline
+
+        line = runs_sparkline(c.a.run.record.to_doc(), c.b.run.record.to_doc())
+        if line:
+            con.print(line, markup=False, highlight=False)
+    if block:
+        render_policy(block, con)
+
+
+def _print_refused(c: Comparison, block: dict | None) -> None:
+    """On stderr: the refused keys, the presets that would cover them, and the way out."""
+    from provenance.cli.gating import render_policy
+    from provenance.cli.output import console
+    from provenance.gate import suggest_presets
+
+    result, config = c.result, c.config
     err = console(stderr=True)
     _render(c, err)
     render_changes(
@@ -209,8 +232,6 @@ def compare(
         result.refused,
         err,
     )
-    from provenance.gate import suggest_presets
-
     refused = [ch.key for ch in result.refused]
     for preset, keys in suggest_presets(config.presets, refused, result.context).items():
         _plain(err, f"covered by --vary {preset}: {', '.join(keys)}")
@@ -221,4 +242,3 @@ def compare(
     )
     if block:
         render_policy(block, err)
-    raise typer.Exit(REFUSED)

@@ -74,6 +74,12 @@ def pin(
 
         print_json(summary)
         return
+    _print_summary(summary, files or {}, image["manifest_synthesized"], scan.warnings, out)
+
+
+def _print_summary(summary: dict[str, Any], files: dict[str, Any], synthesized: bool,
+                   warnings: list[str], out: Path) -> None:
+    """The lock written, a labelled line each: digests, counts, findings and warnings."""
     from rich.markup import escape
 
     from provenance.cli.output import console
@@ -84,15 +90,15 @@ def pin(
             con.print(f"[bold]{label:>16}[/bold]  {escape(str(summary[label]))}")
     con.print(f"[bold]{'packages':>16}[/bold]  {summary['packages']}")
     con.print(f"[bold]{'files':>16}[/bold]  {_files_line(summary['files'])}")
-    if coverage is not None:
-        con.print(f"[bold]{'coverage':>16}[/bold]  {_coverage_line(coverage)}")
-    _print_findings(con, files or {})
-    if image["manifest_synthesized"]:
+    if summary["coverage"] is not None:
+        con.print(f"[bold]{'coverage':>16}[/bold]  {_coverage_line(summary['coverage'])}")
+    _print_findings(con, files)
+    if synthesized:
         con.print(
             "[yellow]         warning[/yellow]  manifest synthesized by docker save: its digest "
             "is not the registry's; the config digest is the anchor"
         )
-    for w in scan.warnings:
+    for w in warnings:
         con.print(f"[yellow]         warning[/yellow]  {escape(w)}")  # image text: no markup
     con.print(f"[bold]{'written':>16}[/bold]  {escape(str(out))}")
 

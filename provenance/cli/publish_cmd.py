@@ -60,13 +60,7 @@ def publish(
         raise ProvError("give --run RUN (or --manifest FILE) for the results' provenance")
     if out is None and to is None:
         raise ProvError("give --out BUNDLE (a directory or .tar.gz) and/or --to registry:...")
-    target = None
-    if to is not None:
-        from provenance.publish import parse_target
-
-        target = parse_target(to)
-        if target.digest:
-            raise ProvError(f"{to}: push to a repository or tag, not a digest")
+    target = _push_target(to)
     subject = resolve_subject(run=run, manifest=manifest)
     image_digest = _image_digest(subject) if target else None
     if target is not None:
@@ -88,12 +82,7 @@ def publish(
               file=sys.stderr)
         pushed = None
         if target is not None:
-            from provenance.publish import push_bundle
-
-            archive = _archive_bytes(done.path, Path(tmp))
-            digest, how_ref = push_bundle(archive, image_digest, target)
-            pushed = f"registry:{target.host}/{target.repository}@{digest}"
-            print(f"pushed {pushed} (subject {image_digest}, {how_ref})", file=sys.stderr)
+            pushed = _push(done.path, Path(tmp), image_digest, target)
             if not as_json:
                 print(pushed)
         if as_json:
@@ -103,6 +92,28 @@ def publish(
                         "subjects": done.subjects, "signed": done.signed,
                         "key_id": done.key_id if done.signed else None,
                         "kl_cards": done.kl_cards, "pushed": pushed})
+
+
+def _push_target(to: str | None):
+    """--to's registry target, refused when it names a digest; None without --to."""
+    if to is None:
+        return None
+    from provenance.publish import parse_target
+
+    target = parse_target(to)
+    if target.digest:
+        raise ProvError(f"{to}: push to a repository or tag, not a digest")
+    return target
+
+
+def _push(bundle: Path, tmp: Path, image_digest: str | None, target) -> str:
+    """Push the bundle as an OCI artifact referring to the image; the pushed reference."""
+    from provenance.publish import push_bundle
+
+    digest, how_ref = push_bundle(_archive_bytes(bundle, tmp), image_digest, target)
+    pushed = f"registry:{target.host}/{target.repository}@{digest}"
+    print(f"pushed {pushed} (subject {image_digest}, {how_ref})", file=sys.stderr)
+    return pushed
 
 
 def _image_digest(subject) -> str:

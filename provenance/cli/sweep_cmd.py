@@ -163,6 +163,35 @@ def render_policy_cells(record: dict[str, Any], con) -> None:
                   + (f": {'; '.join(bad)}" if bad else ""), markup=False, highlight=False)
 
 
+def _load_spec(spec: Path):
+    """The sweep spec, its model directory and text file checked (each a one-line exit 2)."""
+    from runners import api
+
+    sp = api.load_spec(spec)  # a SpecError is a ProvError (exit 2)
+    if not (sp.model / "config.json").is_file():
+        raise ProvError(f"{sp.model}: not a model directory (no config.json)", 2)
+    if not sp.text.is_file():
+        raise ProvError(f"{sp.text}: no such text file", 2)
+    return sp
+
+
+def _executor(ray: str | None, store_root: str, budget: float | None, jobs: int):
+    """Ray's executor for --ray (its connection errors one line), else this machine's.
+    --ray with --budget or --jobs is refused by cli/option_checks before this runs."""
+    from runners import api
+
+    if not ray:
+        deadline = time.time() + budget if budget else None
+        return api.LocalExecutor(store_root, deadline=deadline, jobs=jobs)
+    try:
+        return api.ray_executor(ray)
+    except api.SpecError:
+        raise
+    except Exception as exc:  # ray's own connection errors
+        raise ProvError(f"--ray {ray}: cannot connect ({type(exc).__name__}: "
+                        f"{str(exc)[:300]})") from None
+
+
 @app.command()
 def sweep(
     spec: Path = typer.Argument(..., help="Sweep spec (TOML): model, text, axes, reference."),
@@ -196,25 +225,10 @@ def sweep(
     from runners import api
 
     pol = read_policy(policy)
-    sp = api.load_spec(spec)  # a SpecError is a ProvError (exit 2)
-    if not (sp.model / "config.json").is_file():
-        raise ProvError(f"{sp.model}: not a model directory (no config.json)", 2)
-    if not sp.text.is_file():
-        raise ProvError(f"{sp.text}: no such text file", 2)
+    sp = _load_spec(spec)
     store = open_store()
     con = console(stderr=as_json)
-    # --ray with --budget or --jobs is refused by cli/option_checks before this runs
-    if ray:
-        try:
-            executor = api.ray_executor(ray)
-        except api.SpecError:
-            raise
-        except Exception as exc:  # ray's own connection errors
-            raise ProvError(f"--ray {ray}: cannot connect ({type(exc).__name__}: "
-                            f"{str(exc)[:300]})") from None
-    else:
-        deadline = time.time() + budget if budget else None
-        executor = api.LocalExecutor(str(store.root), deadline=deadline, jobs=jobs)
+    executor = _executor(ray, str(store.root), budget, jobs)
     progress = CellProgress(con, live=con.is_terminal and not as_json)
     try:
         # Ray's driver prints worker deaths etc. on sys.stdout: keep stdout for the result
