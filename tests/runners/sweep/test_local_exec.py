@@ -17,7 +17,9 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from runners.sweep.local_exec import _stop_workers
+import pytest
+
+from runners.sweep import local_exec
 
 DEAF = ("import os, signal, sys, time\n"
         "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
@@ -59,25 +61,41 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def test_a_worker_whose_program_ignores_ctrl_c_gets_it_killed(tmp_path: Path):
+@pytest.fixture
+def sent(monkeypatch) -> list[tuple[int, int]]:
+    """(pid, signal) of every signal the executor sends, each still sent."""
+    record: list[tuple[int, int]] = []
+    real = local_exec._signal
+
+    def signal_and_note(pid: int, signum: int) -> None:
+        record.append((pid, signum))
+        real(pid, signum)
+
+    monkeypatch.setattr(local_exec, "_signal", signal_and_note)
+    return record
+
+
+def test_a_worker_whose_program_ignores_ctrl_c_gets_it_killed(tmp_path: Path, sent):
     pool, fut, workers = _pool_running(waits_on_a_deaf_program, tmp_path / "ready")
     program = int((tmp_path / "ready").read_text())
     try:
-        _stop_workers(pool, [fut], grace=1.0)
-        # the program was killed, the worker's wait saw it and returned: the cell ended and
-        # its worker exited when the pool shut down (not killed)
+        local_exec._stop_workers(pool, [fut], grace=5.0)
+        # ^C to the worker; its program, still running after the grace, killed; the worker's
+        # wait saw that and the cell ended (-9), with no signal to the worker in between
+        assert sent[:2] == [(workers[0].pid, signal.SIGINT), (program, signal.SIGKILL)]
         assert fut.result(timeout=0) == -signal.SIGKILL
         assert not _alive(program)
-        assert [w.exitcode for w in workers] == [0]
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+    assert not _alive(workers[0].pid)
 
 
-def test_a_worker_that_stops_on_ctrl_c_is_left_to_stop(tmp_path: Path):
+def test_a_worker_that_stops_on_ctrl_c_is_left_to_stop(tmp_path: Path, sent):
     pool, fut, workers = _pool_running(sleeps, tmp_path / "ready")
     try:
-        _stop_workers(pool, [fut], grace=120.0)  # fails only a hang
+        local_exec._stop_workers(pool, [fut], grace=120.0)  # fails only a hang
         assert isinstance(fut.exception(timeout=0), KeyboardInterrupt)
-        assert [w.exitcode for w in workers] == [0]
+        assert sent == [(workers[0].pid, signal.SIGINT)]  # nothing killed
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+    assert not _alive(workers[0].pid)
