@@ -76,13 +76,17 @@ def _stop_workers(pool: ProcessPoolExecutor, running: list[Future],
             for pid in descendants(proc.pid)[1:] if proc.is_alive() else ():
                 _signal(pid, signal.SIGKILL)
         if not _ended(running, grace):
-            for proc in procs:
-                _signal(proc.pid, signal.SIGKILL)
+            _kill_alive(procs)
     pool.shutdown(wait=False, cancel_futures=True)
     if not _joined(procs, grace):
-        for proc in procs:
-            _signal(proc.pid, signal.SIGKILL)
+        _kill_alive(procs)
         _joined(procs, grace)
+
+
+def _kill_alive(procs: list) -> None:
+    for proc in procs:
+        if proc.is_alive():
+            _signal(proc.pid, signal.SIGKILL)
 
 
 def _signal(pid: int, signum: int) -> None:
