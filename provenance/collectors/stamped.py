@@ -161,6 +161,12 @@ class StampedTable:
         self.rows[key] = [recorded, value]
         self.dirty = True
 
+    def drop(self, gone) -> None:
+        """Forget the rows whose key `gone(key)` says is gone."""
+        for key in [k for k in self.rows if gone(k)]:
+            del self.rows[key]
+            self.dirty = True
+
     def save(self, prune: bool = False) -> None:
         """Write the table if anything changed; `prune`: drop the rows not asked for."""
         if prune:

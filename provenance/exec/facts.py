@@ -10,12 +10,15 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from provenance.exec.probe.envread import command_env_digests
 from provenance.model import Manifest, ManifestError, ProvError
 from provenance.model.inputs import read_json
 from provenance.model.redact import KnownSecrets, redact_tree
+
+if TYPE_CHECKING:
+    from provenance.exec.libraries import FileDigestCache
 
 FACTS_FILE = "facts.json"
 
@@ -68,16 +71,19 @@ def snapshot_sections(text: str) -> list[str]:
 def run_facts(run_dir: Path, snapshot_text: str, argv: list[str], workdir: Path,
               outputs: Iterable[Path], section: dict[str, Any], key: bytes,
               warnings: list[str], consume: bool = True,
-              known: KnownSecrets | None = None) -> dict[str, Any]:
+              known: KnownSecrets | None = None,
+              hasher: FileDigestCache | None = None) -> dict[str, Any]:
     """The run's own manifest sections, one rule for every caller: facts.json, what the probe
     saw (it wins, redacted) and `run` (name, tags, params). `prov exec` calls it when the
     command has ended (consuming the probe's files), live.py while it runs and recover.py
-    for an abandoned run (both without consuming)."""
+    for an abandoned run (both without consuming). `hasher`: the run's digest cache (its
+    caller saves it), else prov's own, read and saved here."""
     from provenance.exec.probe import host as probe
 
     facts = read_run_facts(run_dir, snapshot_sections(snapshot_text), warnings, key, known)
     env_digests = command_env_digests(run_dir / "probe", key)  # before collect consumes it
-    seen = probe.collect(run_dir, argv, list(outputs), workdir, consume=consume, key=key)
+    seen = probe.collect(run_dir, argv, list(outputs), workdir, consume=consume, key=key,
+                          hasher=hasher)
     probe.merge_into(facts, redact_tree(seen, key, known=known), warnings)
     if env_digests and isinstance(facts.get("probe"), dict):
         facts["probe"]["command_env"] = env_digests

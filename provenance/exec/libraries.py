@@ -101,7 +101,9 @@ class LibrarySampler:
     def results(self, hasher: FileDigestCache | None = None, env: Mapping[str, str] | None = None,
                 versions: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
         """One entry per mapped file: path, name, size, sha256, and for a file a JIT
-        compiled (`jit.identify`, with the run's `env` and compiler `versions`) its `jit`."""
+        compiled (`jit.identify`, with the run's `env` and compiler `versions`) its `jit`.
+        A `hasher` passed in is its owner's to save."""
+        own = hasher is None
         hasher = hasher or FileDigestCache()
         env = os.environ if env is None else env
         out = []
@@ -125,7 +127,8 @@ class LibrarySampler:
                 # know (vLLM's torch_compile_cache): rebuilt per run, its inputs are identity
                 entry["sha256"] = "not compared: compiled during the run"
             out.append(entry)
-        hasher.save()
+        if own:
+            hasher.save()
         return out
 
 
@@ -161,4 +164,9 @@ class FileDigestCache:
         return size, digest
 
     def save(self) -> None:
+        """Write the table if a digest was added, less the rows of files gone since: runs
+        read files in ever-new directories, and a table that only grows is read in full
+        by every run."""
+        if self.table.dirty:
+            self.table.drop(lambda path: not os.path.lexists(path))
         self.table.save()

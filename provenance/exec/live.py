@@ -7,11 +7,11 @@ when they changed it builds the run's facts and manifest by the one rule the fin
 uses (facts.run_facts, without consuming the files), stores the manifest and writes a newer
 *started* record pointing at the last one, with `live` = {update, updated_at, engines}.
 
-It then digests the files the processes have mapped into prov's file-digest cache, so the
-final record's loaded libraries are cache hits. For a running run, then,
-`store.run_manifest(record)` and `record.manifest_digest` are the live ones; for a finished
-run the final ones. The index shows a started run whose live
-facts hold an engine block as *serving*. The thread never fails the run: an update that
+It then digests the files the processes have mapped into the run's file-digest cache (read
+once per run, saved when the run ends), so the final record's loaded libraries are cache
+hits. For a running run, then, `store.run_manifest(record)` and `record.manifest_digest`
+are the live ones; for a finished run the final ones. The index shows a started run whose
+live facts hold an engine block as *serving*. The thread never fails the run: an update that
 fails is retried at the next change. PROV_LIVE_FACTS=0 turns it off (the bench's baseline).
 """
 
@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from provenance.exec.facts import run_facts
+from provenance.exec.libraries import FileDigestCache
 from provenance.exec.record import run_section
 from provenance.model.errors import ProvError
 from provenance.model.redact import KnownSecrets, store_key
@@ -76,8 +77,11 @@ class LiveFacts:
 
     def __init__(self, store: Store, record: RunRecord, started: str, snapshot_text: str,
                  snapshot_digest: str, argv: Sequence[str], workdir: Path,
-                 outputs: Sequence[Path], known: KnownSecrets | None = None) -> None:
+                 outputs: Sequence[Path], known: KnownSecrets | None = None,
+                 digests: FileDigestCache | None = None) -> None:
         self.store = store
+        # the run's file-digest cache, read once for every update (its owner saves it)
+        self.digests = digests if digests is not None else FileDigestCache()
         self.known = known  # what the run's redaction hid: hidden in its facts too
         self.record = record  # the first started record: every update derives from it
         self.digest = started  # the newest started record
@@ -137,7 +141,7 @@ class LiveFacts:
         warnings: list[str] = []
         facts = run_facts(self.run_dir, self.snapshot_text, self.argv, self.workdir,
                           self.outputs, run_section(self.record), store_key(self.store.root),
-                          warnings, consume=False, known=self.known)
+                          warnings, consume=False, known=self.known, hasher=self.digests)
         obj, digest = store_run_manifest(self.store, self.record, self.snapshot_text,
                                          self.snapshot_digest, facts)
         if obj == self.manifest_obj:
@@ -148,19 +152,18 @@ class LiveFacts:
                                   live=live, warnings=warnings or None)
         self.digest = self.store.update_started(rec, self.digest)
         self.manifest_obj = obj
-        prehash_mapped(self.run_dir)  # after the record: the engine block is not kept waiting
+        # after the record: the engine block is not kept waiting
+        prehash_mapped(self.run_dir, self.digests)
         return True
 
 
-def prehash_mapped(run_dir: Path) -> None:
-    """Digest, into prov's file-digest cache, the files the probed processes have mapped (the
-    loaded libraries prov digests when the run ends): while the server serves, not after."""
-    from provenance.exec.libraries import FileDigestCache
+def prehash_mapped(run_dir: Path, hasher: FileDigestCache) -> None:
+    """Digest, into the run's file-digest cache, the files the probed processes have mapped
+    (the loaded libraries prov digests when the run ends): while the server serves, not
+    after."""
     from provenance.exec.probe.processes import exit_maps
 
-    hasher = FileDigestCache()
     for paths in exit_maps(run_dir).values():
         for path in paths:
             if not path.endswith(" (deleted)"):
                 hasher.hash(path)
-    hasher.save()

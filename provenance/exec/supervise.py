@@ -40,7 +40,7 @@ from provenance.exec.environment import (
 )
 from provenance.exec.facts import run_facts
 from provenance.exec.jit import package_versions
-from provenance.exec.libraries import LibrarySampler
+from provenance.exec.libraries import FileDigestCache, LibrarySampler
 from provenance.exec.live import LiveFacts, store_run_manifest
 from provenance.exec.logs import LostLog, RedactedLog
 from provenance.exec.outputs import hash_outputs, ingest_run_dir
@@ -103,6 +103,8 @@ class _Run:
     t0: float
     known: KnownSecrets  # what the run's redaction hid: removed by value wherever it recurs
     server: str | None = None  # `--server URL`: the server run to bind to (exec/serving)
+    # the run's one file-digest cache (read once, while the command starts; saved at the end)
+    digests: FileDigestCache | None = None
 
 
 def run_supervised(
@@ -241,9 +243,10 @@ def _execute(run: _Run, outputs: Sequence[str | Path], stream: bool,
     fg.give(proc.pid)
     forwarded: list[int] = []
     handlers = process.install_forwarding(proc.pid, forwarded)
+    run.digests = FileDigestCache()
     live = LiveFacts(run.store, run.record, run.started, run.snap.text,
                      run.snap.manifest_digest, run.argv, run.workdir,
-                     [run.workdir / p for p in outputs], run.known).start()
+                     [run.workdir / p for p in outputs], run.known, run.digests).start()
     try:
         returncode, child_usage, sampler = watch(proc, out_w, err_w, stream,
                                                  sample_libraries, fg)
@@ -334,12 +337,15 @@ def _finish(run: _Run, final: RunRecord, outputs: Sequence[str | Path],
         sampler.add_paths(exit_maps(run.run_dir))  # periodic sampling can miss
     facts = run_facts(run.run_dir, run.snap.text, run.argv, run.workdir,  # consumes probe/
                       [run.workdir / p for p in outputs], run_section(run.record),
-                      store_key(run.store.root), warnings, known=run.known)
+                      store_key(run.store.root), warnings, known=run.known,
+                      hasher=run.digests)
     if served := bind_client(run.run_dir, run.store, warnings, run.server):
         facts["server"] = served  # the server runs it talked to (exec/serving)
     run_files = ingest_run_dir(run.run_dir, run.store, known=run.known)
-    libs = (sampler.results(env=_command_env(run), versions=package_versions(run.snap.text))
+    libs = (sampler.results(run.digests, _command_env(run), package_versions(run.snap.text))
             if sampler else [])
+    if run.digests is not None:
+        run.digests.save()
     drift = check_drift(run.snap, run.python, run.store, run.env_extra, run.known)
     if drift.get("detected"):
         warnings.append(

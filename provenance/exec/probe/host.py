@@ -24,12 +24,15 @@ import os
 import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from provenance.collectors import standalone
 from provenance.exec.probe.argv import places_for
 from provenance.exec.probe.inproc._prov_probe import READERS_VAR
 from provenance.exec.probe.processes import Process, read_processes
+
+if TYPE_CHECKING:
+    from provenance.exec.libraries import FileDigestCache
 
 INPROC_DIR = Path(__file__).resolve().with_name("inproc")
 # the stdlib-only readers the probe shares with the snapshot (torch_state.py): named to the
@@ -183,7 +186,8 @@ def read_facts(run_dir: Path, processes: list[Process], main: Process | None,
 
 def collect(run_dir: str | Path, command: Sequence[str] | None = None,
             outputs: Sequence[str | Path] = (), cwd: str | Path | None = None,
-            consume: bool = True, key: bytes | None = None) -> dict[str, Any]:
+            consume: bool = True, key: bytes | None = None,
+            hasher: FileDigestCache | None = None) -> dict[str, Any]:
     """Facts sections (nested; dotted keys once flattened) from the run's probe files.
 
     The files are consumed (unless `consume=False`: the live facts of a running command,
@@ -191,7 +195,8 @@ def collect(run_dir: str | Path, command: Sequence[str] | None = None,
     are in the result, and their raw argv may hold a secret that must not reach the store
     (`command` is redacted here, keyed by the store's `key`). In the command line
     the declared `outputs` (relative to `cwd`), the run directory and the script are written
-    by what they are (`probe/argv.py`)."""
+    by what they are (`probe/argv.py`). Files are digested through `hasher`, the caller's
+    to save (a run's one digest cache, read once for all its updates), else prov's own."""
     from provenance.exec.probe.code import command_facts, module_facts, script_facts
     from provenance.exec.probe.engines import transformers_facts, upstream_facts, vllm_facts
     from provenance.exec.probe.envread import (
@@ -209,7 +214,8 @@ def collect(run_dir: str | Path, command: Sequence[str] | None = None,
     main = next((p for p in processes if p.role == "main"), None)
     facts: dict[str, Any] = {"probe": probe}
     on = [p for p in processes if p.state == "on"]
-    installed, hasher = Installed(), file_hasher()
+    own = hasher is None
+    installed, hasher = Installed(), hasher or file_hasher()
     what_read, read_paths = read_facts(run_dir, on, main, outputs, hasher) if on else ({}, [])
     script_path = main.script.get("path") if main is not None and main.script else None
     places = places_for(str(cwd or Path.cwd()), [str(o) for o in outputs],
@@ -244,7 +250,8 @@ def collect(run_dir: str | Path, command: Sequence[str] | None = None,
         if libs:
             runtime["libs"] = libs
             probe["libraries"] = notes
-        hasher.save()
+        if own:
+            hasher.save()
         if runtime:
             facts["runtime"] = runtime
     if code:

@@ -107,6 +107,34 @@ def test_sampler_sees_descendants_and_the_hasher_caches(tmp_path, monkeypatch):
     assert not h2.cached(str(f)) and h2.hash(str(f))[1] == sha256sum(str(f))
 
 
+
+def test_the_digest_table_forgets_files_gone_when_it_next_writes(tmp_path, monkeypatch):
+    """Runs read files in ever-new directories: a row whose file is gone is dropped when
+    the table is next written, and a table with nothing new is not written at all."""
+    monkeypatch.setattr(stamped, "RACY_NS", 0)  # every file counts as settled
+    cache = tmp_path / "digests.json"
+    kept, gone, new = (tmp_path / name for name in ("kept.bin", "gone.bin", "new.bin"))
+    for f in (kept, gone, new):
+        f.write_bytes(f.name.encode())
+
+    def rows() -> set[str]:
+        return set(json.loads(cache.read_text())["rows"])
+
+    h = FileDigestCache(cache)
+    h.hash(str(kept))
+    h.hash(str(gone))
+    h.save()
+    assert rows() == {str(kept), str(gone)}
+    gone.unlink()
+    written = cache.stat().st_mtime_ns
+    h = FileDigestCache(cache)
+    assert h.hash(str(kept))[1] == sha256sum(str(kept)) and h.cached(str(kept))
+    h.save()  # nothing new: not written, the gone row still there
+    assert cache.stat().st_mtime_ns == written and rows() == {str(kept), str(gone)}
+    h.hash(str(new))
+    h.save()
+    assert rows() == {str(kept), str(new)}
+
 def test_parse_maps_keeps_file_backed_shared_objects_only():
     maps = (
         b"7f00-7f01 r-xp 00000000 08:01 123 /usr/lib/x86_64-linux-gnu/libc.so.6\n"
