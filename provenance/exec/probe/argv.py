@@ -28,6 +28,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from provenance.model.run_sections import CodeSection
+
 # interpreter options that take a value (python -X dev, -W error, --check-hash-based-pycs)
 _PY_VALUE_OPTIONS = frozenset({"-X", "-W", "--check-hash-based-pycs"})
 _PYTHON = re.compile(r"^python[0-9.]*$")
@@ -143,13 +145,13 @@ def _is_value(word: str) -> bool:
     return not word.startswith("-") or word == "-" or bool(_NUMBER.match(word))
 
 
-def command_identity(argv: Sequence[str], places: Places) -> dict[str, Any]:
+def command_identity(argv: Sequence[str], places: Places) -> CodeSection:
     """{"program": [...], "args": {...}} of an already redacted argv."""
     words = [str(a) for a in argv]
     if not words:
         return {}
     program, rest = _program(words, places)
-    out: dict[str, Any] = {"program": program}
+    out: CodeSection = {"program": program}
     args = parse_args(rest, places)
     if args:
         out["args"] = args

@@ -12,15 +12,15 @@ from __future__ import annotations
 import base64
 import os
 from collections.abc import Sequence
-from typing import Any
 
 from provenance.exec.probe.argv import Places, command_identity
 from provenance.exec.probe.installed import Installed, site_root
 from provenance.exec.probe.processes import Process
+from provenance.model.run_sections import CodeSection, ModuleFact, ScriptFact
 
 
 def command_facts(command: Sequence[str] | None, places: Places,
-                  key: bytes | None = None) -> dict[str, Any]:
+                  key: bytes | None = None) -> CodeSection:
     """`code.command` (the line as typed, redacted, paths written by what they are: context)
     and its identity, `code.program` and `code.args.*` (argv.py). With the store's `key` a
     hidden word is a keyed digest: two runs whose hidden words differ still differ."""
@@ -42,12 +42,12 @@ def _as_place(arg: str, places: Places) -> str:
     return arg if name is None else flag + eq + name
 
 
-def script_facts(main: Process | None, hasher) -> dict[str, Any] | None:
+def script_facts(main: Process | None, hasher) -> ScriptFact | None:
     if main is None or not main.script or not isinstance(main.script.get("path"), str):
         return None
     path = main.script["path"]
     _size, digest = hasher.hash(path)
-    out: dict[str, Any] = {"path": path, "sha256": digest}
+    out: ScriptFact = {"path": path, "sha256": digest}
     try:
         st = os.stat(path)
         seen = [main.script.get(k) for k in ("size", "mtime_ns", "inode", "device")]
@@ -67,11 +67,11 @@ def _matches_record(digest: str, record_hash: str) -> bool | None:
     return base64.urlsafe_b64encode(raw).rstrip(b"=").decode() == value
 
 
-def module_facts(processes: list[Process], installed: Installed, hasher) -> dict[str, Any]:
+def module_facts(processes: list[Process], installed: Installed, hasher) -> CodeSection:
     """`code.modules.<dist>` for every distribution whose files a process imported, and
     `code.unrecorded.<file>` for imported files in site-packages that no RECORD lists."""
     files = sorted({f for p in processes for f in p.modules.values() if os.path.isfile(f)})
-    dists: dict[str, dict[str, Any]] = {}
+    dists: dict[str, ModuleFact] = {}
     unrecorded: dict[str, str] = {}
     for path in files:
         root = site_root(path)
@@ -89,7 +89,7 @@ def module_facts(processes: list[Process], installed: Installed, hasher) -> dict
         entry["files_checked"] += 1
         if not same:
             entry.setdefault("edited", {})[owned.relpath] = digest
-    out: dict[str, Any] = {"modules": dict(sorted(dists.items()))}
+    out: CodeSection = {"modules": dict(sorted(dists.items()))}
     if unrecorded:
         out["unrecorded"] = dict(sorted(unrecorded.items()))
     return out

@@ -33,9 +33,9 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from provenance.exec.probe.processes import Process
+from provenance.model.run_sections import Agreed
 
 UNSET = "<unset>"
 COMMAND_ENV = "command-env"  # not *.json: those are the processes' files
@@ -87,7 +87,7 @@ def started_by_the_run(processes: list[Process]) -> set[int]:
 
 
 def env_read_facts(processes: list[Process],
-                   command_env: Mapping[str, str] | None = None) -> dict[str, Any]:
+                   command_env: Mapping[str, str] | None = None) -> dict[str, Agreed]:
     """`env.<NAME>` for every variable a process read that was set at its start, with
     that value; in a process the run started, only where the value is the command's."""
     seen: dict[str, set[str]] = {}
@@ -106,7 +106,7 @@ def env_read_facts(processes: list[Process],
     return {name: _one(values) for name, values in sorted(seen.items())}
 
 
-def _differing(processes: list[Process], command_env: Mapping[str, str]) -> dict[str, Any]:
+def _differing(processes: list[Process], command_env: Mapping[str, str]) -> dict[str, Agreed]:
     seen: dict[str, set[str]] = {}
     for p in processes:
         if p.environ is None:
@@ -119,7 +119,7 @@ def _differing(processes: list[Process], command_env: Mapping[str, str]) -> dict
 
 
 def process_env_facts(processes: list[Process],
-                      command_env: Mapping[str, str] | None) -> dict[str, Any]:
+                      command_env: Mapping[str, str] | None) -> dict[str, Agreed]:
     """`runtime.process_env.<NAME>`: the values, at the start of a process the run did not
     start itself, that differ from the command's environment; {} without a reference (a
     run not started by prov)."""
@@ -130,7 +130,7 @@ def process_env_facts(processes: list[Process],
 
 
 def child_env_facts(processes: list[Process],
-                    command_env: Mapping[str, str] | None) -> dict[str, Any]:
+                    command_env: Mapping[str, str] | None) -> dict[str, Agreed]:
     """`probe.child_env.<NAME>`: the same for the processes the run started (context)."""
     if command_env is None:
         return {}

@@ -30,6 +30,14 @@ from provenance.collectors import standalone
 from provenance.exec.probe.argv import places_for
 from provenance.exec.probe.inproc._prov_probe import READERS_VAR
 from provenance.exec.probe.processes import Process, read_processes
+from provenance.model.run_sections import (
+    CodeSection,
+    ProbedFacts,
+    ProbeSection,
+    RuntimeSection,
+    TorchChange,
+    TorchFacts,
+)
 
 if TYPE_CHECKING:
     from provenance.exec.libraries import FileDigestCache
@@ -78,24 +86,23 @@ def numerics_processes(processes: list[Process]) -> list[Process]:
     return models or processes
 
 
-def torch_facts(processes: list[Process]) -> dict[str, Any]:
+def torch_facts(processes: list[Process]) -> TorchFacts:
     """Exit values where the process got to exit, else what it held at import; flags and
     their changes from the processes that ran the model (numerics_processes)."""
     kernels = sdpa_kernel_facts(processes)
     processes = numerics_processes(processes)
-    states = [p.torch.get("at_exit") or p.torch.get("at_import") for p in processes]
-    states = [s for s in states if s]
+    states = [s for p in processes if (s := p.torch.get("at_exit") or p.torch.get("at_import"))]
     if not states:
         return {"sdpa_kernels": kernels} if kernels else {}
     keys = sorted({k for s in states for k in s})
     flags = {k: _one([s[k] for s in states if k in s]) for k in keys}
-    changed: dict[str, Any] = {}
+    changed: dict[str, TorchChange] = {}
     for p in processes:
         before, after = p.torch.get("at_import", {}), p.torch.get("at_exit", {})
         for k in sorted(before.keys() & after.keys()):
             if before[k] != after[k] and k not in changed:
                 changed[k] = {"at_import": before[k], "at_exit": after[k], "pid": p.pid}
-    out: dict[str, Any] = {"flags": flags}
+    out: TorchFacts = {"flags": flags}
     if changed:
         out["changed"] = changed
     if kernels:
@@ -126,11 +133,11 @@ def sdpa_kernel_facts(processes: list[Process]) -> dict[str, Any]:
     return {key: _one(kernels) for key, kernels in sorted(seen.items())}
 
 
-def _probe_section(run_dir: Path, processes: list[Process]) -> dict[str, Any]:
+def _probe_section(run_dir: Path, processes: list[Process]) -> ProbeSection:
     if (run_dir / "probe" / OFF_MARKER).exists():
         return {"state": "off"}
     on = [p for p in processes if p.state == "on"]
-    out: dict[str, Any] = {
+    out: ProbeSection = {
         "state": "on" if on else ("off" if processes else "no python process"),
         "processes": len(processes),
         "ended": {p.role + ":" + str(p.pid): p.exit_via or f"no exit seen (last: {p.stage})"
@@ -160,7 +167,7 @@ def merge_into(facts: dict[str, Any], seen: dict[str, Any], warnings: list[str],
 
 
 def read_facts(run_dir: Path, processes: list[Process], main: Process | None,
-               outputs: Sequence[str | Path], hasher) -> tuple[dict[str, Any], list[str]]:
+               outputs: Sequence[str | Path], hasher) -> tuple[ProbedFacts, list[str]]:
     """`model.files`, `inputs.files` and `env`: what the processes read, by content; and
     the paths read (files and the model directories), which a command line names as
     `<input>`."""
@@ -170,7 +177,7 @@ def read_facts(run_dir: Path, processes: list[Process], main: Process | None,
 
     read = files_read(processes, rule_for(processes, run_dir, outputs))
     model, other = split_model_files(read, directories(processes))
-    out: dict[str, Any] = {}
+    out: ProbedFacts = {}
     files = model_file_facts(processes, hasher, model)
     if files:
         out["model"] = {"files": files}
@@ -187,7 +194,7 @@ def read_facts(run_dir: Path, processes: list[Process], main: Process | None,
 def collect(run_dir: str | Path, command: Sequence[str] | None = None,
             outputs: Sequence[str | Path] = (), cwd: str | Path | None = None,
             consume: bool = True, key: bytes | None = None,
-            hasher: FileDigestCache | None = None) -> dict[str, Any]:
+            hasher: FileDigestCache | None = None) -> ProbedFacts:
     """Facts sections (nested; dotted keys once flattened) from the run's probe files.
 
     The files are consumed (unless `consume=False`: the live facts of a running command,
@@ -212,7 +219,7 @@ def collect(run_dir: str | Path, command: Sequence[str] | None = None,
     processes = read_processes(run_dir)
     probe = _probe_section(run_dir, processes)
     main = next((p for p in processes if p.role == "main"), None)
-    facts: dict[str, Any] = {"probe": probe}
+    facts: ProbedFacts = {"probe": probe}
     on = [p for p in processes if p.state == "on"]
     own = hasher is None
     installed, hasher = Installed(), hasher or file_hasher()
@@ -221,20 +228,20 @@ def collect(run_dir: str | Path, command: Sequence[str] | None = None,
     places = places_for(str(cwd or Path.cwd()), [str(o) for o in outputs],
                         str(run_dir.absolute()),
                         script_path if isinstance(script_path, str) else None, read_paths)
-    code: dict[str, Any] = command_facts(command, places, key)
+    code: CodeSection = command_facts(command, places, key)
     if on:
         script = script_facts(main, hasher)
         if script:
             code["script"] = script
         code.update(module_facts(on, installed, hasher))
-        runtime: dict[str, Any] = {}
+        runtime: RuntimeSection = {}
         torch = torch_facts(on)
         if torch:
             runtime["torch"] = torch
-        for engine, read in (("transformers", transformers_facts), ("vllm", vllm_facts)):
-            found = read(on)
-            if found:
-                runtime[engine] = found
+        if transformers := transformers_facts(on):
+            runtime["transformers"] = transformers
+        if vllm := vllm_facts(on):
+            runtime["vllm"] = vllm
         facts.update(what_read)
         upstream = upstream_facts(on)
         if upstream:

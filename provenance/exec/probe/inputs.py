@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from provenance.exec.probe.processes import Process
+from provenance.model.run_sections import InputFile
 
 SYSTEM_DIRS = ("/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin", "/etc",
                "/boot", "/proc", "/sys", "/dev", "/run", "/var", "/snap")
@@ -129,13 +130,13 @@ def input_names(paths: Sequence[str], cwd: str) -> dict[str, str]:
             depth[p] += 1
 
 
-def input_file_facts(paths: Sequence[str], cwd: str, hasher) -> dict[str, Any]:
+def input_file_facts(paths: Sequence[str], cwd: str, hasher) -> dict[str, InputFile]:
     """`inputs.files.<name>`: {sha256, size} of every counted file that is not a model
     file; a small JSON/TOML config is {values, text_sha256 (context)} instead
     (config_values)."""
     from provenance.exec.probe.model_files import digest
 
-    out: dict[str, Any] = {}
+    out: dict[str, InputFile] = {}
     for path, key in sorted(input_names(paths, cwd).items(), key=lambda kv: kv[1]):
         sha, _source = digest(path, hasher)
         values = _config(path)

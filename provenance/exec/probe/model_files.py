@@ -19,10 +19,12 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 from fnmatch import fnmatchcase
 from typing import Any
 
 from provenance.exec.probe.processes import Process
+from provenance.model.run_sections import ModelFile
 
 WEIGHTS = ("*.safetensors", "*.gguf", "*.bin", "*.pt", "*.pth", "*.safetensors.index.json")
 TOKENIZER = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.*",
@@ -80,7 +82,7 @@ def split_model_files(paths: list[str], dirs: list[str]) -> tuple[list[str], lis
 
 
 def model_file_facts(processes: list[Process], hasher,
-                     read: list[str] = ()) -> dict[str, Any]:
+                     read: Sequence[str] = ()) -> dict[str, ModelFile]:
     """`model.files.<relpath>`: {sha256, size, source (context)}; {} when none was read.
     `read`: the model files the processes read (split_model_files)."""
     dirs = directories(processes)
@@ -96,7 +98,7 @@ def model_file_facts(processes: list[Process], hasher,
         real.add(os.path.realpath(path))
         files.setdefault(path, _home(path, dirs) or os.path.dirname(path))
     several = len(set(files.values())) > 1
-    out: dict[str, Any] = {}
+    out: dict[str, ModelFile] = {}
     for path, d in sorted(files.items()):
         rel = os.path.relpath(path, d)
         key = f"{os.path.basename(d)}/{rel}" if several else rel
