@@ -8,9 +8,10 @@ uses (facts.run_facts, without consuming the files), stores the manifest and wri
 *started* record pointing at the last one, with `live` = {update, updated_at, engines}.
 
 It then digests the files the processes have mapped into the run's file-digest cache (read
-once per run, saved when the run ends), so the final record's loaded libraries are cache
-hits. For a running run, then, `store.run_manifest(record)` and `record.manifest_digest`
-are the live ones; for a finished run the final ones. The index shows a started run whose
+once per run; written after an update that added digests, and when the run ends), so the
+final record's loaded libraries are cache hits. For a running run, then,
+`store.run_manifest(record)` and `record.manifest_digest` are the live ones; for a finished
+run the final ones. The index shows a started run whose
 live facts hold an engine block as *serving*. The thread never fails the run: an update that
 fails is retried at the next change. PROV_LIVE_FACTS=0 turns it off (the bench's baseline).
 """
@@ -154,6 +155,9 @@ class LiveFacts:
         self.manifest_obj = obj
         # after the record: the engine block is not kept waiting
         prehash_mapped(self.run_dir, self.digests)
+        # written when a digest was added (a checkpoint's, the libraries'): another run of
+        # the same weights, or the recovery of this one if prov is killed, need not hash them
+        self.digests.save()
         return True
 
 

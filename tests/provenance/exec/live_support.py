@@ -24,6 +24,8 @@ class H(http.server.BaseHTTPRequestHandler):
         self.wfile.write(b"ok")
     def log_message(self, fmt, *args):
         print("request", self.path, flush=True)
+for path in sys.argv[2:]:  # files the server reads as it starts (a model's config)
+    open(path, "rb").read()
 s = http.server.HTTPServer(("127.0.0.1", 0), H)
 print("serving on", s.server_address[1], flush=True)
 print("a line on stderr", file=sys.stderr, flush=True)
@@ -39,13 +41,15 @@ class Server:
         self.proc, self.port, self.pid = proc, port, pid
 
 
-def start_server(env: dict[str, str], tmp: Path) -> Server:
-    """`prov exec -- python server.py PORTFILE` in its own session (prov, port, server pid)."""
+def start_server(env: dict[str, str], tmp: Path, *reads: Path) -> Server:
+    """`prov exec -- python server.py PORTFILE [FILE ...]` in its own session (prov, port,
+    server pid); the server reads each FILE as it starts."""
     tmp.mkdir(parents=True, exist_ok=True)
     script = tmp / "server.py"
     script.write_text(SERVER)
     portfile = tmp / "port"
-    proc = subprocess.Popen([PROV, "exec", "-q", "--", PYTHON, str(script), str(portfile)],
+    proc = subprocess.Popen([PROV, "exec", "-q", "--", PYTHON, str(script), str(portfile),
+                             *map(str, reads)],
                             env=env, cwd=tmp, stdin=subprocess.DEVNULL,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)

@@ -4,8 +4,12 @@
 
 from __future__ import annotations
 
+import json
 import signal
+import time
+from pathlib import Path
 
+from provenance.collectors import stamped
 from provenance.store import open_store
 from tests.exec_support import PROV, penv, prov, prov_cache, runs_json, show_json  # noqa: F401
 from tests.provenance.exec.live_support import get, start_server, stop, wait_for
@@ -63,5 +67,32 @@ def test_reindex_keeps_the_newest_live_record(penv, tmp_path):
         assert prov("store", "reindex", env=penv).returncode == 0
         again = runs_json(penv)[0]
         assert again["record"] == newest["record"] and again["state"] == "running"
+    finally:
+        stop(server)
+
+
+def test_a_running_servers_digests_are_written_while_it_serves(penv, tmp_path):
+    """The run's digest cache is written after a live update that added digests: another run
+    of the same files, or the recovery of this one if prov is killed, need not hash them."""
+    from runners.demo.build import ensure
+    from tests.runners.vllm_venv import CACHE
+
+    weights = ensure(CACHE / "demo-model", steps=120) / "model.safetensors"
+    # a file changed within the cache's racy window is hashed but never kept: wait until
+    # the model (built by this test session, perhaps just now) has settled
+    while not stamped.settled(stamped.stamp(str(weights)), time.time_ns()):
+        time.sleep(0.1)
+    env = dict(penv, PROV_CACHE_DIR=str(tmp_path / "cache"))  # this run's own digest table
+    server = start_server(env, tmp_path / "srv", weights)
+    try:
+        get(server.port, "/import")  # the probe writes its file again: the read is in it
+        live = wait_for(lambda d: "model.safetensors" in ((d.get("facts") or {})
+                        .get("model") or {}).get("files", {}), env)
+        table = Path(env["PROV_CACHE_DIR"]) / "file-digests.json"
+        rows = json.loads(table.read_text())["rows"] if table.exists() else {}
+        assert str(weights) in rows, sorted(rows)[:20]
+        sha = live["facts"]["model"]["files"]["model.safetensors"]["sha256"]
+        assert rows[str(weights)][1] == sha
+        assert live["state"] == "running" and server.proc.poll() is None  # still serving
     finally:
         stop(server)
