@@ -41,6 +41,7 @@ from provenance.model.run_sections import (
 
 if TYPE_CHECKING:
     from provenance.exec.libraries import FileDigestCache
+    from provenance.exec.probe.installed import Installed
 
 INPROC_DIR = Path(__file__).resolve().with_name("inproc")
 # the stdlib-only readers the probe shares with the snapshot (torch_state.py): named to the
@@ -191,6 +192,38 @@ def read_facts(run_dir: Path, processes: list[Process], main: Process | None,
     return out, [*read, *directories(processes)]
 
 
+def runtime_facts(on: list[Process], run_dir: Path, installed: Installed,
+                  probe: ProbeSection) -> RuntimeSection:
+    """`runtime.*` of the probed processes: torch, the engines, the environments the
+    processes started with and the libraries they mapped; the environments of the processes
+    the run started and the library notes go to `probe`."""
+    from provenance.exec.probe.engines import transformers_facts, vllm_facts
+    from provenance.exec.probe.envread import (
+        child_env_facts,
+        process_env_facts,
+        read_command_env,
+    )
+    from provenance.exec.probe.libs import library_facts
+
+    runtime: RuntimeSection = {}
+    if torch := torch_facts(on):
+        runtime["torch"] = torch
+    if transformers := transformers_facts(on):
+        runtime["transformers"] = transformers
+    if vllm := vllm_facts(on):
+        runtime["vllm"] = vllm
+    command_env = read_command_env(run_dir / "probe")
+    if process_env := process_env_facts(on, command_env):
+        runtime["process_env"] = process_env
+    if child_env := child_env_facts(on, command_env):
+        probe["child_env"] = child_env
+    libs, notes = library_facts(on, installed)
+    if libs:
+        runtime["libs"] = libs
+        probe["libraries"] = notes
+    return runtime
+
+
 def collect(run_dir: str | Path, command: Sequence[str] | None = None,
             outputs: Sequence[str | Path] = (), cwd: str | Path | None = None,
             consume: bool = True, key: bytes | None = None,
@@ -205,15 +238,9 @@ def collect(run_dir: str | Path, command: Sequence[str] | None = None,
     by what they are (`probe/argv.py`). Files are digested through `hasher`, the caller's
     to save (a run's one digest cache, read once for all its updates), else prov's own."""
     from provenance.exec.probe.code import command_facts, module_facts, script_facts
-    from provenance.exec.probe.engines import transformers_facts, upstream_facts, vllm_facts
-    from provenance.exec.probe.envread import (
-        child_env_facts,
-        process_env_facts,
-        read_command_env,
-    )
+    from provenance.exec.probe.engines import upstream_facts
     from provenance.exec.probe.hashing import file_hasher
     from provenance.exec.probe.installed import Installed
-    from provenance.exec.probe.libs import library_facts
 
     run_dir = Path(run_dir)
     processes = read_processes(run_dir)
@@ -234,33 +261,13 @@ def collect(run_dir: str | Path, command: Sequence[str] | None = None,
         if script:
             code["script"] = script
         code.update(module_facts(on, installed, hasher))
-        runtime: RuntimeSection = {}
-        torch = torch_facts(on)
-        if torch:
-            runtime["torch"] = torch
-        if transformers := transformers_facts(on):
-            runtime["transformers"] = transformers
-        if vllm := vllm_facts(on):
-            runtime["vllm"] = vllm
         facts.update(what_read)
-        upstream = upstream_facts(on)
-        if upstream:
+        if upstream := upstream_facts(on):
             facts["upstream"] = upstream
-        command_env = read_command_env(run_dir / "probe")
-        process_env = process_env_facts(on, command_env)
-        if process_env:
-            runtime["process_env"] = process_env
-        child_env = child_env_facts(on, command_env)
-        if child_env:
-            probe["child_env"] = child_env
-        libs, notes = library_facts(on, installed)
-        if libs:
-            runtime["libs"] = libs
-            probe["libraries"] = notes
+        if runtime := runtime_facts(on, run_dir, installed, probe):
+            facts["runtime"] = runtime
         if own:
             hasher.save()
-        if runtime:
-            facts["runtime"] = runtime
     if code:
         facts["code"] = code
     if consume:
