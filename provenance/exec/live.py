@@ -11,9 +11,9 @@ It then digests the files the processes have mapped into the run's file-digest c
 once per run; written after an update that added digests, and when the run ends), so the
 final record's loaded libraries are cache hits. For a running run, then,
 `store.run_manifest(record)` and `record.manifest_digest` are the live ones; for a finished
-run the final ones. The index shows a started run whose
-live facts hold an engine block as *serving*. The thread never fails the run: an update that
-fails is retried at the next change. PROV_LIVE_FACTS=0 turns it off (the bench's baseline).
+run the final ones. The index shows a started run whose live facts hold an engine block
+as *serving*. The thread never fails the run: an update that fails is retried at the next
+change. PROV_LIVE_FACTS=0 turns it off (the bench's baseline).
 """
 
 from __future__ import annotations
