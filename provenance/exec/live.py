@@ -78,11 +78,10 @@ class LiveFacts:
 
     def __init__(self, store: Store, record: RunRecord, started: str, snapshot_text: str,
                  snapshot_digest: str, argv: Sequence[str], workdir: Path,
-                 outputs: Sequence[Path], known: KnownSecrets | None = None,
-                 digests: FileDigestCache | None = None) -> None:
+                 outputs: Sequence[Path], known: KnownSecrets | None,
+                 digests: FileDigestCache) -> None:
         self.store = store
-        # the run's file-digest cache, read once for every update (its owner saves it)
-        self.digests = digests if digests is not None else FileDigestCache()
+        self.digests = digests  # the run's file-digest cache, read once for every update
         self.known = known  # what the run's redaction hid: hidden in its facts too
         self.record = record  # the first started record: every update derives from it
         self.digest = started  # the newest started record
