@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from provenance.model.errors import ProvError
 from provenance.store import RunRecord
+from runners import interrupts
 from runners.engines import EngineConfig
 
 VLLM_ENV = {
@@ -53,9 +54,11 @@ def runtime_of(done: Launched) -> dict[str, Any]:
 
 def check_launched(done: Launched, what: str) -> None:
     """A worker the user interrupted interrupts the caller too (whatever status it died
-    with: Python can exit 1 on a ^C at start-up); any other non-zero exit is a LaunchError."""
+    with: Python can exit 1 on a ^C at start-up), as does a ^C this process deferred while
+    prov recorded the run (interrupts.py); any other non-zero exit is a LaunchError."""
     if done.interrupted:
         raise KeyboardInterrupt(f"{what} interrupted")
+    interrupts.check(what)
     if done.returncode != 0:
         tail = done.stderr_tail.strip().splitlines()[-1:] or ["(no output)"]
         raise LaunchError(f"{what} exited {done.returncode}: {tail[0]}")
@@ -143,6 +146,7 @@ def standalone(argv: list[str], *, name: str, env: dict[str, str],
     worker's own word is never its runtime)."""
     from provenance.exec import run_probed
 
+    interrupts.check(name)  # a deferred ^C: the next program is never started
     done = run_probed(argv, env)
     return Launched(done.returncode, stderr_tail=done.stderr[-2000:], runtime=done.runtime)
 
@@ -155,6 +159,7 @@ def supervised(store: Any = None, stream: bool = False) -> Launcher:
                outputs: tuple[Path, ...] = (), params: dict[str, Any] | None = None) -> Launched:
         from provenance.exec import run_supervised
 
+        interrupts.check(name)  # a deferred ^C: the next program is never started
         res = run_supervised(argv, name=name, outputs=tuple(str(o) for o in outputs),
                              env_extra=env, stream=stream, store=store,
                              params=dict(params or {}))

@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from typing import Any
 
+from runners import interrupts
 from runners.launch import LaunchError
 from runners.sweep.cell import CellError, run_cell
 
@@ -28,8 +29,8 @@ OUT_OF_BUDGET = "the sweep's time budget was spent before this cell started"
 
 def _attempt(p: dict[str, Any], store_root: str | None, node: dict[str, Any]) -> dict[str, Any]:
     """One attempt at a cell, here or in a pool worker; errors come back as data (some do
-    not pickle). A worker the user's ^C reached raises KeyboardInterrupt
-    (launch.check_launched): not caught."""
+    not pickle). A worker the user's ^C reached raises KeyboardInterrupt at its next launch
+    (runners/interrupts.py): not caught."""
     try:
         return {"out": run_cell(p, store_root, node)}
     except CellError as exc:  # would fail the same way again
@@ -106,6 +107,13 @@ def _joined(procs: list, seconds: float) -> bool:
     return not any(proc.is_alive() for proc in procs)
 
 
+def new_pool(jobs: int) -> ProcessPoolExecutor:
+    """The cells' workers: spawned (the driver holds threads, the progress display, that a
+    fork would copy), each taking ^C only at its next launch (runners/interrupts.py)."""
+    return ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"),
+                               initializer=interrupts.defer)
+
+
 class LocalExecutor:
     """`deadline` (a time.time() value): cells not started by then are not run, and say so.
     `jobs`: how many cells run at once."""
@@ -149,8 +157,7 @@ class LocalExecutor:
         """Up to `jobs` cells at once; yielded as they finish (the driver stores each)."""
         queue = list(payloads)
         running: dict[Future, tuple[dict[str, Any], int, list[str]]] = {}
-        # spawn: the driver holds threads (the progress display) that a fork would copy
-        pool = ProcessPoolExecutor(self.jobs, mp_context=multiprocessing.get_context("spawn"))
+        pool = new_pool(self.jobs)
         try:
             while queue or running:
                 while queue and len(running) < self.jobs:

@@ -1,20 +1,19 @@
 """The embedded executor's ^C (`prov sweep --jobs N`): the cells' workers are interrupted and
 left to record their runs; one whose program cannot stop does not hang the sweep.
 
-A real process pool, started with spawn as the executor starts it; the worker waits on its
-program as prov exec's supervisor does (an engine interrupted inside `logging`'s lock
-deadlocked on its way out in a full suite run, and the sweep waited on it for ever).
+The executor's own process pool (spawned; its workers take ^C only at their next launch,
+runners/interrupts.py); a worker waits on its program as prov exec's supervisor does (an
+engine interrupted inside `logging`'s lock deadlocked on its way out in a full suite run, and
+the sweep waited on it for ever).
 """
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import signal
 import subprocess
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -37,14 +36,21 @@ def waits_on_a_deaf_program(ready: str) -> int:
             continue
 
 
-def sleeps(ready: str) -> None:
+def runs_programs_one_after_another(ready: str) -> None:
+    """A cell's repeats: launch after launch until a ^C stops it (at a launch: the worker
+    notes the ^C wherever it lands, runners/interrupts.py)."""
+    from runners.launch import check_launched, standalone
+
     Path(ready).write_text(str(os.getpid()))
-    time.sleep(600)
+    while True:
+        check_launched(standalone([sys.executable, "-c", "pass"], name="repeat", env={}),
+                       "repeat")
 
 
 def _pool_running(fn, ready: Path):
-    """A one-worker pool running fn(ready), once fn has written its pid to `ready`."""
-    pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
+    """The executor's own one-worker pool running fn(ready), once fn has written its pid to
+    `ready`."""
+    pool = local_exec.new_pool(1)
     fut = pool.submit(fn, str(ready))
     deadline = time.monotonic() + 120  # fails only a hang
     while not (ready.exists() and ready.read_text()):
@@ -91,10 +97,11 @@ def test_a_worker_whose_program_ignores_ctrl_c_gets_it_killed(tmp_path: Path, se
 
 
 def test_a_worker_that_stops_on_ctrl_c_is_left_to_stop(tmp_path: Path, sent):
-    pool, fut, workers = _pool_running(sleeps, tmp_path / "ready")
+    pool, fut, workers = _pool_running(runs_programs_one_after_another, tmp_path / "ready")
     try:
         local_exec._stop_workers(pool, [fut], grace=120.0)  # fails only a hang
-        assert isinstance(fut.exception(timeout=0), KeyboardInterrupt)
+        stopped = fut.exception(timeout=0)
+        assert isinstance(stopped, KeyboardInterrupt) and str(stopped) == "repeat interrupted"
         assert sent == [(workers[0].pid, signal.SIGINT)]  # nothing killed
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
