@@ -268,6 +268,7 @@ def collect(run_dir: str | Path, command: Sequence[str] | None = None,
             facts["runtime"] = runtime
         if own:
             hasher.save()
+        installed.save()
     if code:
         facts["code"] = code
     if consume:

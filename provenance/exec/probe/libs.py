@@ -17,7 +17,7 @@ from typing import Any
 
 from provenance.exec.jit import identify
 from provenance.exec.probe.elf import read_elf
-from provenance.exec.probe.installed import Installed, Owned, site_root
+from provenance.exec.probe.installed import Installed, Owned, SiteIndex, site_root
 from provenance.exec.probe.processes import Process
 
 
@@ -29,21 +29,17 @@ def jit_artifact(path: str) -> bool:
                for p in parts) or f"{os.sep}triton{os.sep}cache{os.sep}" in path
 
 
-# root -> (the site index it was read from, its shared objects): reused while installed.py
-# hands out that same index (it keeps one while its directory is unchanged)
-_SHARED_MEMO: dict[str, tuple[dict[str, Owned], list[tuple[str, str, Owned]]]] = {}
+# root -> (the site index, its shared objects): reused while installed.py hands out that
+# same index (it keeps one while its directory is unchanged)
+_SHARED_MEMO: dict[str, tuple[SiteIndex, list[tuple[str, str, Owned]]]] = {}
 
 
 def _shared_objects(installed: Installed, root: str) -> list[tuple[str, str, Owned]]:
-    index = installed.wheel_files(root)
+    index = installed.site(root)
     held = _SHARED_MEMO.get(root)
     if held is not None and held[0] is index:
         return held[1]
-    found = []
-    for path, owned in index.items():
-        name = os.path.basename(path)
-        if name.endswith(".so") or ".so." in name:
-            found.append((name, path, owned))
+    found = index.shared_objects()
     _SHARED_MEMO[root] = (index, found)
     return found
 
