@@ -140,7 +140,8 @@ class SiteIndex:
         return Owned(name, version, relpath, record_hash)
 
     def owned(self, path: str) -> Owned | None:
-        """The distribution whose RECORD lists `path` (the first, in dist-info order)."""
+        """The distribution whose RECORD lists `path` (the last in dist-info order, where two
+        list it: what reading every RECORD in that order into one index gave)."""
         rel = os.path.relpath(os.path.normpath(path), self.root)
         if self._tops is None:
             self._tops = {}
@@ -218,13 +219,22 @@ class DpkgOwners:
         """The package, or None."""
         if path not in self.answers:
             if self._index is None:
-                lists = sorted(glob.glob(os.path.join(glob.escape(self.info), "*.list")))
-                self.deps = stamped.stamps([self.info, *lists])  # before the lists are read
-                self._index = _dpkg_index(lists)
-            self.answers[path] = next((self._index[c] for c in _usrmerge_aliases(path)
-                                       if c in self._index), "")
+                self._read_lists()
+            self.answers[path] = self._look_up(path)
             self.dirty = True
         return self.answers[path] or None
+
+    def _read_lists(self) -> None:
+        """Read every list; the kept answers are answered again from them, so none outlives
+        a list that changed after they were loaded."""
+        lists = sorted(glob.glob(os.path.join(glob.escape(self.info), "*.list")))
+        self.deps = stamped.stamps([self.info, *lists])  # before the lists are read
+        self._index = _dpkg_index(lists)
+        self.answers = {path: self._look_up(path) for path in self.answers}
+
+    def _look_up(self, path: str) -> str:
+        index = self._index or {}
+        return next((index[c] for c in _usrmerge_aliases(path) if c in index), "")
 
     def save(self) -> None:
         if self.dirty and self.deps and os.path.isdir(self.info):

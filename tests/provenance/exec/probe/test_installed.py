@@ -163,3 +163,19 @@ def test_kept_dpkg_answers_end_when_a_list_is_added_or_changed(cache, tmp_path):
     third = DpkgOwners(info)
     assert third.owner("/opt/y") is None and third.owner("/opt/z") == "b"
 
+
+def test_kept_dpkg_answers_are_answered_again_when_the_lists_are_read(cache, tmp_path):
+    """A list changed after the kept answers were loaded, then a path not answered before:
+    the lists are read, and the loaded answers are taken from them too."""
+    info = tmp_path / "info"
+    info.mkdir()
+    (info / "a.list").write_text("/opt/x\n/opt/y\n")
+    first = DpkgOwners(info)
+    assert first.owner("/opt/y") == "a"
+    first.save()
+    loaded = DpkgOwners(info)
+    assert loaded.answers == {"/opt/y": "a"}
+    (info / "a.list").write_text("/opt/x\n")  # while the run looks
+    assert loaded.owner("/opt/x") == "a"
+    assert loaded.owner("/opt/y") is None
+
