@@ -27,7 +27,6 @@ import os
 import shutil
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -35,7 +34,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from bench_startup import commit, launcher, timed, unpack  # noqa: E402
+from bench_startup import (  # noqa: E402
+    commit,
+    in_scratch,
+    launcher,
+    timed,
+    unpack,
+    write_results,
+)
 
 TORCH_PROGRAM = "import torch, transformers\nfrom transformers import AutoModelForCausalLM\n"
 VLLM_PROGRAM = """import sys
@@ -159,18 +165,9 @@ def main() -> None:
     ap.add_argument("--aged-rows", type=int, default=28_000)
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
-    scratch = Path(tempfile.mkdtemp(prefix="prov-bench-live-"))
-    try:
-        result = measure(args, scratch)
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-    text = markdown(result)
-    print(text)
-    if args.out:
-        args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "exec-live.json").write_text(json.dumps(result, indent=2) + "\n")
-        (args.out / "exec-live.md").write_text("# `prov exec`: live facts and the digest "
-                                               "cache\n\n" + text)
+    result = in_scratch("prov-bench-live-", lambda scratch: measure(args, scratch))
+    write_results(args.out, "exec-live", "`prov exec`: live facts and the digest cache", result,
+                  markdown(result))
 
 
 if __name__ == "__main__":

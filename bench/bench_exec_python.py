@@ -16,18 +16,22 @@ Absolute times on a shared machine are noisy: read the ratios.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import shutil
 import statistics
 import sys
-import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 
-from bench_startup import commit, launcher, timed, unpack  # noqa: E402
+from bench_startup import (  # noqa: E402
+    commit,
+    in_scratch,
+    launcher,
+    timed,
+    unpack,
+    write_results,
+)
 
 COMMANDS = {"true": ["true"], "python -c pass": [sys.executable, "-c", "pass"],
             "import torch": [sys.executable, "-c", "import torch"]}
@@ -85,18 +89,9 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=15)
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
-    scratch = Path(tempfile.mkdtemp(prefix="prov-bench-python-"))
-    try:
-        result = measure(args, scratch)
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-    text = markdown(result)
-    print(text)
-    if args.out:
-        args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "exec-python.json").write_text(json.dumps(result, indent=2) + "\n")
-        (args.out / "exec-python.md").write_text(
-            "# What `prov exec` adds to a Python program\n\n" + text)
+    result = in_scratch("prov-bench-python-", lambda scratch: measure(args, scratch))
+    write_results(args.out, "exec-python", "What `prov exec` adds to a Python program", result,
+                  markdown(result))
 
 
 if __name__ == "__main__":

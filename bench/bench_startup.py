@@ -32,6 +32,7 @@ import sys
 import tarfile
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -95,12 +96,26 @@ def cases(prov: Path, root: Path, venv_python: Path) -> dict[str, list[str]]:
     }
 
 
-def run(args: argparse.Namespace) -> dict:
-    scratch = Path(tempfile.mkdtemp(prefix="prov-bench-startup-"))
+def in_scratch(prefix: str, measure: Callable[[Path], dict]) -> dict:
+    """`measure(scratch)` in a scratch directory, removed afterwards."""
+    scratch = Path(tempfile.mkdtemp(prefix=prefix))
     try:
-        return _run(args, scratch)
+        return measure(scratch)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def write_results(out: Path | None, stem: str, title: str, result: dict, text: str) -> None:
+    """Print the markdown; with `out`, write STEM.json and STEM.md (headed `title`) there."""
+    print(text)
+    if out:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / f"{stem}.json").write_text(json.dumps(result, indent=2) + "\n")
+        (out / f"{stem}.md").write_text(f"# {title}\n\n" + text)
+
+
+def run(args: argparse.Namespace) -> dict:
+    return in_scratch("prov-bench-startup-", lambda scratch: _run(args, scratch))
 
 
 def _run(args: argparse.Namespace, scratch: Path) -> dict:
