@@ -17,6 +17,7 @@ import socket
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from multiprocessing.connection import wait as wait_ready
 from typing import Any
 
 from runners import interrupts
@@ -74,7 +75,7 @@ def _stop_workers(pool: ProcessPoolExecutor, running: list[Future],
         from provenance.exec import descendants
 
         for proc in procs:
-            for pid in descendants(proc.pid)[1:] if proc.is_alive() else ():
+            for pid in descendants(proc.pid)[1:] if not _exited(proc) else ():
                 _signal(pid, signal.SIGKILL)
         if not _ended(running, grace):
             _kill_alive(procs)
@@ -84,9 +85,20 @@ def _stop_workers(pool: ProcessPoolExecutor, running: list[Future],
         _joined(procs, grace)
 
 
+def _exited(proc) -> bool:
+    """Whether a worker has ended, read from its sentinel, which does not reap it. The pool's
+    own thread reaps its workers once shut down; a second waitpid that loses that race
+    (`Process.is_alive`, `join`) reads the dead worker as alive, and it would be killed by
+    a pid that may be another process's by then."""
+    try:
+        return bool(wait_ready([proc.sentinel], 0))
+    except ValueError:  # the process object was closed: it has ended
+        return True
+
+
 def _kill_alive(procs: list) -> None:
     for proc in procs:
-        if proc.is_alive():
+        if not _exited(proc):
             _signal(proc.pid, signal.SIGKILL)
 
 
@@ -100,11 +112,20 @@ def _ended(futures: list[Future], seconds: float) -> bool:
 
 
 def _joined(procs: list, seconds: float) -> bool:
-    """Wait up to `seconds` for every process to end; whether all did."""
+    """Wait up to `seconds` for every process to end (on their sentinels); whether all did.
+    Those that ended are gone when it returns: a sentinel is ready once the process is
+    exiting, and its wait then reaps it (or finds the pool's thread did)."""
     deadline = time.monotonic() + seconds
+    pending = [proc for proc in procs if not _exited(proc)]
+    while pending and (left := deadline - time.monotonic()) > 0:
+        with contextlib.suppress(ValueError):  # one was closed meanwhile: _exited says so
+            wait_ready([proc.sentinel for proc in pending], left)
+        pending = [proc for proc in pending if not _exited(proc)]
     for proc in procs:
-        proc.join(max(0.0, deadline - time.monotonic()))
-    return not any(proc.is_alive() for proc in procs)
+        if proc not in pending:
+            with contextlib.suppress(ValueError):
+                proc.join(STOP_GRACE_S)  # bounded by the exit under way, not by the grace
+    return not pending
 
 
 def new_pool(jobs: int) -> ProcessPoolExecutor:

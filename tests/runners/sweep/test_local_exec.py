@@ -9,11 +9,13 @@ the sweep waited on it for ever).
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import signal
 import subprocess
 import sys
 import time
+from multiprocessing.connection import wait as wait_ready
 from pathlib import Path
 
 import pytest
@@ -106,3 +108,18 @@ def test_a_worker_that_stops_on_ctrl_c_is_left_to_stop(tmp_path: Path, sent):
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
     assert not _alive(workers[0].pid)
+
+
+def test_a_worker_the_pools_own_thread_reaped_is_not_killed(sent):
+    """Once shut down, the pool's own thread reaps its workers; a second waitpid losing that
+    race (`Process.is_alive`) read a worker that had stopped on ^C as alive, and it was sent
+    SIGKILL by a pid that could be another process's by then (a full suite run). Here the
+    reaping is done by hand before the executor kills what is left."""
+    proc = multiprocessing.get_context("spawn").Process(target=int)
+    proc.start()
+    assert wait_ready([proc.sentinel], 120), "never ended"  # fails only a hang
+    os.waitpid(proc.pid, 0)  # as the pool's thread does
+    local_exec._kill_alive([proc])
+    assert sent == []
+    assert local_exec._joined([proc], 0)
+
